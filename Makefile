@@ -1,0 +1,53 @@
+# sarek_py — two commands on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+DEB_PACKAGES := pocl-opencl-icd oclgrind ocl-icd-libopencl1
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint typecheck pytest fuzz bench clean system-packages
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory system-packages
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+# Debian packages for OpenCL on the CPU (PoCL) and the oclgrind simulator.
+system-packages:
+	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	else \
+	  echo "note: OpenCL tests need the Debian packages:$$missing (run: sudo apt-get install$$missing); they are skipped without them"; \
+	fi
+
+demo: install
+	$(VENV)/bin/sarek-py print examples/saxpy.sk
+	$(VENV)/bin/sarek-py check examples/saxpy.sk
+	$(VENV)/bin/sarek-py run examples/saxpy.sk --kernel saxpy --threads 1024 --size n=1000 --seed 1 --backend interp
+
+lint: install
+	$(VENV)/bin/ruff check sarek_py tests benchmarks
+
+typecheck: install
+	$(VENV)/bin/mypy --strict sarek_py
+
+pytest: install
+	$(VENV)/bin/pytest -q -n 2 --typeguard-packages=sarek_py
+
+test: lint typecheck pytest
+
+fuzz: install
+	SAREK_FUZZ=1 $(VENV)/bin/pytest -q -n 2 -m slow --typeguard-packages=sarek_py
+
+bench: install
+	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The typed kernel IR: types, nodes, traversal, text form, checker, interpreter."""
