@@ -1,8 +1,58 @@
-"""sarek_py: provably exact fusion of GPU kernels."""
+"""sarek_py: provably exact fusion of GPU kernels.
 
+The names most users need are here: the Python front end (``kernel``, ``helper``,
+``pipeline``, the type markers), ``fuse`` (epilogue fusion of two kernels, IR or front
+end), the text form (``parse_module``, ``print_module``) and the IR's main classes.
+"""
+
+from sarek_py.frontend import (
+    FrontendError,
+    Pipeline,
+    Vec,
+    Vec2,
+    Vec3,
+    boolean,
+    f32,
+    f64,
+    fuse,
+    helper,
+    i32,
+    i64,
+    kernel,
+    pipeline,
+)
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.nodes import HelperFunc, Kernel, Module, Var
+from sarek_py.ir.parser import parse_file, parse_module
+from sarek_py.ir.printer import print_kernel, print_module
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar
 
-__all__ = ["ArrayType", "HelperFunc", "Kernel", "MemSpace", "Module", "SarekError", "Scalar", "Var"]
+__all__ = [
+    "ArrayType",
+    "FrontendError",
+    "HelperFunc",
+    "Kernel",
+    "MemSpace",
+    "Module",
+    "Pipeline",
+    "SarekError",
+    "Scalar",
+    "Var",
+    "Vec",
+    "Vec2",
+    "Vec3",
+    "boolean",
+    "f32",
+    "f64",
+    "fuse",
+    "helper",
+    "i32",
+    "i64",
+    "kernel",
+    "parse_file",
+    "parse_module",
+    "pipeline",
+    "print_kernel",
+    "print_module",
+]
 __version__ = "0.1.0"

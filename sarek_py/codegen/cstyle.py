@@ -1,0 +1,566 @@
+"""The one C-family emitter: an IR kernel as CUDA C or OpenCL C (specs/codegen.md).
+
+The emitter walks the IR once and reads every target difference from a
+:class:`~sarek_py.codegen.dialect.Dialect`. It keeps the kernel's own names (CG-4),
+indents by two spaces, and gives the C the interpreter's meaning (CG-5 … CG-12):
+
+* every array parameter is followed by its extents as hidden ``int`` arguments
+  (``a_len0``, ``a_len1`` …); an access is a row-major offset from the lower bounds,
+  computed in 64 bits for global arrays of rank two or more;
+* a hidden 64-bit ``sarek_threads`` sends threads numbered past the launch's count back
+  before the body (kernels without a barrier);
+* a kernel that can ``stop`` gets a hidden ``sarek_stop`` buffer, one ``int`` per thread;
+* locals start at zero; float ``min``/``max``/``abs`` are ``fmin``/``fmax``/``fabs``.
+
+:func:`emit` returns the source and the :class:`KernelAbi` the runtimes use to pass the
+arguments in the order the C expects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from sarek_py.codegen.dialect import Dialect
+from sarek_py.codegen.names import Namer
+from sarek_py.ir.diagnostics import SarekError
+from sarek_py.ir.intrinsics import MATH, THREAD_INTRINSICS
+from sarek_py.ir.nodes import (
+    Assign,
+    Barrier,
+    Binary,
+    BinaryOp,
+    Call,
+    Cast,
+    Cond,
+    Const,
+    Empty,
+    Expr,
+    For,
+    HelperFunc,
+    If,
+    Intrinsic,
+    Kernel,
+    Length,
+    Let,
+    Loc,
+    Pragma,
+    Read,
+    Ref,
+    Return,
+    Seq,
+    Stmt,
+    Stop,
+    Store,
+    Unary,
+    UnaryOp,
+    Var,
+    While,
+    iter_stmts,
+)
+from sarek_py.ir.typeof import scalar_type_of
+from sarek_py.ir.types import ArrayType, MemSpace, Scalar
+from sarek_py.ir.visit import iter_exprs, iter_nodes
+
+
+class CodegenError(SarekError):
+    """A kernel the C emitters cannot express (e.g. ``stop`` inside a helper function)."""
+
+
+@attrs.frozen
+class CArg:
+    """One argument of the emitted C kernel, in order.
+
+    ``kind`` is ``"array"`` (a buffer for parameter ``param``), ``"scalar"`` (the value of
+    parameter ``param``), ``"extent"`` (dimension ``dim`` of array ``param``, an ``int``),
+    ``"threads"`` (the launch's thread count, 64-bit) or ``"status"`` (the stop status
+    buffer, one ``int`` per thread).
+    """
+
+    kind: str
+    name: str
+    param: str | None = None
+    dim: int = 0
+
+
+@attrs.frozen
+class KernelAbi:
+    """How to call an emitted kernel: C name, arguments in order, and what it needs."""
+
+    name: str
+    args: tuple[CArg, ...]
+    has_barrier: bool
+    can_stop: bool
+
+
+@attrs.frozen
+class Emitted:
+    """The C of one kernel: the whole source, its ABI, and its parts (``functions``: the
+    helpers' and then the kernel's definitions; ``uses_f64``) for joining kernels."""
+
+    source: str
+    abi: KernelAbi
+    functions: tuple[str, ...] = ()
+    uses_f64: bool = False
+
+
+# C precedence levels (higher binds tighter)
+_PREC: dict[BinaryOp, int] = {
+    BinaryOp.OR: 4, BinaryOp.AND: 5, BinaryOp.BOR: 6, BinaryOp.BXOR: 7, BinaryOp.BAND: 8,
+    BinaryOp.EQ: 9, BinaryOp.NE: 9, BinaryOp.LT: 10, BinaryOp.LE: 10, BinaryOp.GT: 10,
+    BinaryOp.GE: 10, BinaryOp.SHL: 11, BinaryOp.SHR: 11, BinaryOp.ADD: 12, BinaryOp.SUB: 12,
+    BinaryOp.MUL: 13, BinaryOp.DIV: 13, BinaryOp.MOD: 13,
+}
+_COND, _UNARY, _PRIMARY = 3, 14, 16
+_I32_MIN, _I64_MIN = -(2**31), -(2**63)
+
+
+def _paren(text: str, prec: int, need: int) -> str:
+    return text if prec >= need else f"({text})"
+
+
+def can_stop(kernel: Kernel) -> bool:
+    """Whether the kernel's body holds a ``stop`` statement."""
+    return any(isinstance(s, Stop) for s in iter_stmts(kernel.body))
+
+
+def has_barrier(kernel: Kernel) -> bool:
+    return any(isinstance(s, Barrier) for s in iter_stmts(kernel.body))
+
+
+class _Function:
+    """Emits one C function (a kernel or a helper): names, declarations, body."""
+
+    def __init__(self, d: Dialect, helper_names: Mapping[str, str], loc: Loc | None,
+                 owner: str, owner_c: str) -> None:
+        self.d = d
+        self.helper_names = helper_names
+        self.namer = Namer(set(helper_names.values()) | {owner_c})
+        self.names: dict[int, str] = {}
+        self.extents: dict[int, tuple[str, ...]] = {}
+        self.uses_f64 = False
+        self.in_helper = False
+        self.loc = loc
+        self.owner = owner
+        self.lines: list[str] = []
+
+    # ------------------------------------------------------------------ types and names
+
+    def ctype(self, t: Scalar) -> str:
+        if t is Scalar.F64:
+            self.uses_f64 = True
+        return self.d.type_name(t)
+
+    def storage(self, t: Scalar) -> str:
+        return self.d.storage_bool if t is Scalar.BOOL else self.ctype(t)
+
+    def bind(self, v: Var) -> str:
+        name = self.namer.fresh(v.name)
+        self.names[v.id] = name
+        return name
+
+    def name(self, v: Var) -> str:
+        try:
+            return self.names[v.id]
+        except KeyError:
+            raise CodegenError(f"variable {v.name} is not bound in {self.owner}",
+                               self.loc) from None
+
+    def array_params(self, v: Var) -> list[tuple[str, str, str | None, int]]:
+        """C declarations of an array parameter and its hidden extents:
+        ``(declaration, c_name, kind, dim)`` entries."""
+        assert isinstance(v.type, ArrayType)
+        name = self.bind(v)
+        ptr = self.d.global_pointer
+        decl = f"{ptr} {self.storage(v.type.elem)}* {name}".strip()
+        out: list[tuple[str, str, str | None, int]] = [(decl, name, "array", 0)]
+        exts = []
+        for dim in range(v.type.rank):
+            ext = self.namer.fresh(f"{name}_len{dim}")
+            exts.append(ext)
+            out.append((f"int {ext}", ext, "extent", dim))
+        self.extents[v.id] = tuple(exts)
+        return out
+
+    # ---------------------------------------------------------------------- expressions
+
+    def const(self, c: Const) -> tuple[str, int]:
+        v, t = c.value, c.type
+        if t is Scalar.BOOL:
+            return ("true" if v else "false"), _PRIMARY
+        if t is Scalar.UNIT:
+            raise CodegenError("a unit constant has no C value", c.loc or self.loc)
+        if t.is_int:
+            assert isinstance(v, int)
+            suffix = self.d.i64_suffix if t is Scalar.I64 else ""
+            if v == (_I64_MIN if t is Scalar.I64 else _I32_MIN):
+                return f"(-{-v - 1}{suffix} - 1{suffix})", _PRIMARY
+            return f"{v}{suffix}", (_UNARY if v < 0 else _PRIMARY)
+        assert isinstance(v, (int, float))
+        if t is Scalar.F32:
+            x32 = np.float32(v)
+            if not np.isfinite(x32):
+                bits = int(x32.view(np.uint32))
+                return self.d.f32_bits.format(hex=f"0x{bits:08x}"), _PRIMARY
+            text = _float_text(x32) + "f"
+        else:
+            self.uses_f64 = True
+            x64 = np.float64(v)
+            if not np.isfinite(x64):
+                bits = int(x64.view(np.uint64))
+                return self.d.f64_bits.format(hex=f"0x{bits:016x}"), _PRIMARY
+            text = _float_text(x64)
+        return text, (_UNARY if text.startswith("-") else _PRIMARY)
+
+    def expr(self, e: Expr) -> tuple[str, int]:
+        """C text of ``e`` and its precedence level."""
+        match e:
+            case Const():
+                return self.const(e)
+            case Ref(var=v):
+                return self.name(v), _PRIMARY
+            case Unary(op=op, arg=a):
+                text, prec = self.expr(a)
+                text = _paren(text, prec, _UNARY)
+                if op is UnaryOp.NEG and text.startswith("-"):
+                    text = f"({text})"
+                return f"{op.value}{text}", _UNARY
+            case Binary(op=op, lhs=lhs, rhs=rhs):
+                p = _PREC[op]
+                lt, lp = self.expr(lhs)
+                rt, rp = self.expr(rhs)
+                # parenthesise nested logical and bitwise operators for the reader (and the
+                # compilers' -Wparentheses), and by precedence everywhere
+                need_l = _PRIMARY if _mixes(op, lhs) else p
+                need_r = _PRIMARY if _mixes(op, rhs) else p + 1
+                return f"{_paren(lt, lp, need_l)} {op.value} {_paren(rt, rp, need_r)}", p
+            case Read(array=a, index=idx):
+                return f"{self.name(a)}[{self.offset(a, idx)}]", _PRIMARY
+            case Cast(to=to, arg=a):
+                return self.cast(to, a)
+            case Cond(cond=c, if_true=t, if_false=f):
+                ct, cp = self.expr(c)
+                tt, tp = self.expr(t)
+                ft, fp = self.expr(f)
+                return (f"{_paren(ct, cp, _COND + 1)} ? {_paren(tt, tp, _COND + 1)} : "
+                        f"{_paren(ft, fp, _COND + 1)}"), _COND
+            case Intrinsic(name=n, args=args):
+                return self.intrinsic(e, n, args)
+            case Call(func=f, args=args):
+                return f"{self.helper_names[f]}({', '.join(self.call_args(args))})", _PRIMARY
+            case Length(array=a, dim=d):
+                assert isinstance(a.type, ArrayType)
+                if a.id in self.extents:
+                    return self.extents[a.id][d], _PRIMARY
+                extent = a.type.shape[d]
+                assert extent is not None
+                return str(extent), _PRIMARY
+        raise CodegenError(f"cannot emit expression {e!r}", self.loc)
+
+    def cast(self, to: Scalar, a: Expr) -> tuple[str, int]:
+        src = scalar_type_of(a)
+        text, prec = self.expr(a)
+        if to is Scalar.BOOL:
+            if src is Scalar.BOOL:
+                return text, prec
+            zero = "0.0f" if src is Scalar.F32 else "0.0" if src is Scalar.F64 else "0"
+            return f"{_paren(text, prec, 10)} != {zero}", 9
+        return f"({self.ctype(to)}){_paren(text, prec, _UNARY)}", _UNARY
+
+    def intrinsic(self, e: Intrinsic, n: str, args: tuple[Expr, ...]) -> tuple[str, int]:
+        if n in THREAD_INTRINSICS:
+            return self.d.thread[n], _UNARY
+        if n not in MATH:
+            raise CodegenError(f"unknown intrinsic {n}", e.loc or self.loc)
+        t = scalar_type_of(args[0])
+        if t is Scalar.F64:
+            self.uses_f64 = True
+        fn = self.d.math[(n, t)]
+        call = f"{fn}({', '.join(self.expr(a)[0] for a in args)})"
+        wrap = self.d.math_wrap.get((n, t))
+        if wrap is not None:
+            return wrap.format(call), _UNARY
+        return call, _PRIMARY
+
+    def call_args(self, args: tuple[Expr, ...]) -> Iterator[str]:
+        for a in args:
+            if isinstance(a, Ref) and isinstance(a.var.type, ArrayType):
+                yield self.name(a.var)
+                for d in range(a.var.type.rank):
+                    yield self.expr(Length(a.var, d))[0]
+            else:
+                yield self.expr(a)[0]
+
+    def offset(self, a: Var, idx: tuple[Expr, ...]) -> str:
+        """The row-major element offset of ``a[idx]`` (64-bit for global arrays of rank > 1)."""
+        assert isinstance(a.type, ArrayType)
+        t = a.type
+        parts: list[tuple[str, int, Scalar]] = []
+        for lo, ix in zip(t.lower, idx, strict=True):
+            text, prec = self.expr(ix)
+            ty = scalar_type_of(ix)
+            if lo > 0:
+                text, prec = f"{_paren(text, prec, 12)} - {lo}", 12
+            elif lo < 0:
+                text, prec = f"{_paren(text, prec, 12)} + {-lo}", 12
+            parts.append((text, prec, ty))
+        if t.rank == 1:
+            return parts[0][0]
+        wide = t.space is MemSpace.GLOBAL
+        acc, acc_prec, acc_ty = parts[0]
+        if wide and acc_ty is not Scalar.I64:
+            acc, acc_prec = f"({self.ctype(Scalar.I64)}){_paren(acc, acc_prec, _UNARY)}", _UNARY
+        for d in range(1, t.rank):
+            ext = self.expr(Length(a, d))[0]
+            text, prec, _ = parts[d]
+            acc = f"{_paren(acc, acc_prec, 13)} * {ext} + {_paren(text, prec, 13)}"
+            acc_prec = 12
+        return acc
+
+    # ----------------------------------------------------------------------- statements
+
+    def emit(self, line: str, depth: int) -> None:
+        self.lines.append("  " * depth + line)
+
+    def stmt(self, s: Stmt, depth: int) -> None:
+        match s:
+            case Seq(stmts=ss):
+                for x in ss:
+                    self.stmt(x, depth)
+            case Empty():
+                pass
+            case Let(var=v, value=val, body=body):
+                t = v.scalar
+                if t is Scalar.UNIT:
+                    self.emit(f"{self.expr(val)[0]};", depth)
+                else:
+                    text = self.expr(val)[0]
+                    self.emit(f"{self.ctype(t)} {self.bind(v)} = {text};", depth)
+                self.stmt(body, depth)
+            case Assign(var=v, value=val):
+                self.emit(f"{self.name(v)} = {self.expr(val)[0]};", depth)
+            case Store(array=a, index=idx, value=val):
+                self.emit(f"{self.name(a)}[{self.offset(a, idx)}] = {self.expr(val)[0]};", depth)
+            case If(cond=c, then=t, else_=e):
+                self.emit(f"if ({self.expr(c)[0]}) {{", depth)
+                self.stmt(t, depth + 1)
+                while e is not None and isinstance(e, If):  # else if chains stay flat
+                    self.emit(f"}} else if ({self.expr(e.cond)[0]}) {{", depth)
+                    self.stmt(e.then, depth + 1)
+                    e = e.else_
+                if e is not None and not isinstance(e, Empty):
+                    self.emit("} else {", depth)
+                    self.stmt(e, depth + 1)
+                self.emit("}", depth)
+            case For():
+                self.for_loop(s, depth)
+            case While(cond=c, body=b):
+                self.emit(f"while ({self.expr(c)[0]}) {{", depth)
+                self.stmt(b, depth + 1)
+                self.emit("}", depth)
+            case Return(value=v):
+                self.emit("return;" if v is None else f"return {self.expr(v)[0]};", depth)
+            case Barrier():
+                self.emit(self.d.barrier, depth)
+            case Pragma(options=opts, body=b):
+                pragmas: list[str] = []
+                for o in opts:
+                    word, _, rest = o.strip().partition(" ")
+                    ptext = self.d.pragmas.get(word)
+                    if ptext is None or not isinstance(b, For):
+                        self.emit(f"// pragma {o!r}: not understood by {self.d.name} here", depth)
+                    else:
+                        pragmas.append(f"{ptext} {rest}".rstrip() if rest and word == "unroll"
+                                       else ptext)
+                for p in pragmas:  # directly before the loop they apply to
+                    self.emit(p, depth)
+                self.stmt(b, depth)
+            case Stop(code=c):
+                if self.in_helper:
+                    raise CodegenError(
+                        f"stop inside helper function {self.owner} cannot be emitted as C "
+                        "(CG-11): move it into the kernel", s.loc or self.loc)
+                self.emit(f"sarek_stop[{self.d.flat_id}] = {c};", depth)
+                self.emit("return;", depth)
+            case _:
+                raise CodegenError(f"cannot emit statement {s!r}", self.loc)
+
+    def for_loop(self, s: For, depth: int) -> None:
+        t = self.ctype(s.var.scalar)
+        start = self.expr(s.start)[0]
+        stop = self.expr(s.stop)[0]
+        name = self.bind(s.var)
+        if not _stable(s.stop):  # bounds are evaluated once, before the first iteration
+            lo = self.namer.fresh(f"{name}_first")
+            hi = self.namer.fresh(f"{name}_last")
+            self.emit(f"const {t} {lo} = {start};", depth)
+            self.emit(f"const {t} {hi} = {stop};", depth)
+            start, stop = lo, hi
+        cmp, step = (">=", "--") if s.down else ("<=", "++")
+        self.emit(f"for ({t} {name} = {start}; {name} {cmp} {stop}; {name}{step}) {{", depth)
+        self.stmt(s.body, depth + 1)
+        self.emit("}", depth)
+
+    def local_decl(self, v: Var) -> str:
+        """The declaration of a kernel local: zero-initialised unless shared (CG-9)."""
+        if isinstance(v.type, ArrayType):
+            t = v.type
+            name = self.bind(v)
+            size = t.size
+            if t.space is MemSpace.SHARED:
+                return f"{self.d.shared_qualifier} {self.storage(t.elem)} {name}[{size}];"
+            return f"{self.storage(t.elem)} {name}[{size}] = {{0}};"
+        t0 = v.scalar
+        zero = Const(False if t0 is Scalar.BOOL else 0.0 if t0.is_float else 0, t0)
+        return f"{self.ctype(t0)} {self.bind(v)} = {self.const(zero)[0]};"
+
+
+def _mixes(op: BinaryOp, child: Expr) -> bool:
+    """Whether ``child`` under ``op`` gets parentheses for the reader even where C's
+    precedence does not need them: a different logical or bitwise operator, or a shift
+    mixed with arithmetic, another shift or a bitwise operator."""
+    if not isinstance(child, Binary) or child.op is op:
+        return False
+    c = child.op
+    if (op.is_logical or op.is_bitwise) and (c.is_logical or c.is_bitwise):
+        return True
+    if op.is_bitwise and (c.is_shift or c.is_compare or c.is_arith):
+        return True
+    return (op.is_shift and (c.is_shift or c.is_arith)) or (op.is_arith and c.is_shift)
+
+
+def _stable(e: Expr) -> bool:
+    """Whether ``e`` has the same value at every iteration of a loop: no read, no call and
+    no mutable variable in it."""
+    for x in iter_exprs(e):
+        if isinstance(x, (Read, Call)):
+            return False
+        if isinstance(x, Ref) and x.var.mutable:
+            return False
+    return True
+
+
+def _float_text(x: np.float32 | np.float64) -> str:
+    """The shortest decimal text that reads back as exactly ``x`` in its own precision."""
+    ax = abs(float(x))
+    if ax == 0.0 or 1e-4 <= ax < 1e16:
+        text = np.format_float_positional(x, unique=True, trim="0")
+    else:
+        text = np.format_float_scientific(x, unique=True, trim="0")
+    return text
+
+
+def _helper_order(kernel: Kernel) -> list[HelperFunc]:
+    """The helpers a kernel calls, callees before callers (C needs no prototypes)."""
+    by_name = {h.name: h for h in kernel.helpers}
+    done: list[HelperFunc] = []
+    seen: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in seen or name not in by_name:
+            return
+        seen.add(name)
+        for n in iter_nodes(by_name[name].body):
+            if isinstance(n, Call):
+                visit(n.func)
+        done.append(by_name[name])
+
+    for n in iter_nodes(kernel.body):
+        if isinstance(n, Call):
+            visit(n.func)
+    return done
+
+
+def _signature(head: str, params: list[str], depth_indent: str = "    ") -> str:
+    one = f"{head}({', '.join(params)})"
+    if len(one) <= 100:
+        return one
+    return f"{head}(\n" + ",\n".join(depth_indent + p for p in params) + ")"
+
+
+def emit(kernel: Kernel, d: Dialect) -> Emitted:
+    """C source of ``kernel`` (and the helpers it calls) for dialect ``d``, with its ABI."""
+    helpers = _helper_order(kernel)
+    gnamer = Namer()
+    kname = gnamer.fresh(kernel.name)
+    helper_names = {h.name: gnamer.fresh(h.name) for h in helpers}
+    uses_f64 = False
+    chunks: list[str] = []
+    for h in helpers:
+        f = _Function(d, helper_names, h.loc, h.name, kname)
+        f.in_helper = True
+        params: list[str] = []
+        for p in h.params:
+            if isinstance(p.type, ArrayType):
+                params.extend(x[0] for x in f.array_params(p))
+            else:
+                params.append(f"{f.ctype(p.scalar)} {f.bind(p)}")
+        f.stmt(h.body, 1)
+        qual = (d.helper_qualifier + " ") if d.helper_qualifier else ""
+        head = f"{qual}{f.ctype(h.result)} {helper_names[h.name]}"
+        chunks.append(_signature(head, params) + " {\n" + "\n".join(f.lines) + "\n}\n")
+        uses_f64 |= f.uses_f64
+
+    k = _Function(d, helper_names, kernel.loc, kernel.name, kname)
+    cargs: list[CArg] = []
+    params = []
+    for p in kernel.params:
+        if isinstance(p.type, ArrayType):
+            for decl, cname, kind, dim in k.array_params(p):
+                params.append(decl)
+                cargs.append(CArg(kind or "array", cname, p.name, dim))
+        else:
+            t = p.scalar
+            cname = k.bind(p)
+            params.append(f"{k.storage(t)} {cname}")
+            cargs.append(CArg("scalar", cname, p.name))
+    barrier, stops = has_barrier(kernel), can_stop(kernel)
+    params.append(f"{k.ctype(Scalar.I64)} {k.namer.hidden('sarek_threads')}")
+    cargs.append(CArg("threads", "sarek_threads"))
+    if stops:
+        params.append(f"{d.global_pointer} int* {k.namer.hidden('sarek_stop')}".strip())
+        cargs.append(CArg("status", "sarek_stop"))
+    for v in kernel.locals:
+        k.emit(k.local_decl(v), 1)
+    if not barrier:
+        k.emit("// threads past the launch's count stop here", 1)
+        k.emit(f"if (({d.flat_id}) >= sarek_threads) return;", 1)
+    k.stmt(kernel.body, 1)
+    chunks.append(_signature(f"{d.kernel_qualifier} {kname}", params) + " {\n"
+                  + "\n".join(k.lines) + "\n}\n")
+    uses_f64 |= k.uses_f64
+
+    source = _header(d, f"kernel {kernel.name}", uses_f64) + "\n".join(chunks)
+    abi = KernelAbi(kname, tuple(cargs), barrier, stops)
+    return Emitted(source, abi, tuple(chunks), uses_f64)
+
+
+def _header(d: Dialect, what: str, uses_f64: bool) -> str:
+    lines = [f"// {d.title} for {what}, generated by sarek_py", *d.prelude]
+    if uses_f64:
+        lines.extend(d.f64_prelude)
+    return "\n".join(lines) + "\n\n"
+
+
+def emit_module(kernels: Sequence[Kernel], d: Dialect, what: str = "a module") -> str:
+    """One translation unit holding several kernels: the prelude once, each helper once
+    (CG-16)."""
+    seen: dict[str, str] = {}
+    parts: list[str] = []
+    uses_f64 = False
+    for k in kernels:
+        em = emit(k, d)
+        uses_f64 |= em.uses_f64
+        for chunk in em.functions:
+            head = chunk.split("(", 1)[0]
+            if head in seen:
+                if seen[head] != chunk:
+                    raise CodegenError(f"two different C functions would be called "
+                                       f"{head.split()[-1]} in one file: emit the kernels "
+                                       "one at a time (--kernel)", k.loc)
+                continue
+            seen[head] = chunk
+            parts.append(chunk)
+    return _header(d, what, uses_f64) + "\n".join(parts)

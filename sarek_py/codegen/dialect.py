@@ -1,0 +1,87 @@
+"""The differences between the C-family targets, as data (specs/codegen.md, CG-1).
+
+A :class:`Dialect` holds everything that differs between CUDA C and OpenCL C: qualifiers,
+thread indices, the barrier, type names, literal suffixes, math function names and
+pragmas. :mod:`sarek_py.codegen.cstyle` is the one emitter; it reads only this table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from sarek_py.ir.types import Scalar
+
+
+@attrs.frozen
+class Dialect:
+    """One C-family target.
+
+    ``thread`` maps each thread intrinsic to a C expression of type ``int``; ``flat_id``
+    is the 64-bit flat thread number (block after block). ``math`` maps
+    ``(intrinsic, type)`` to a C function name; ``math_wrap`` optionally wraps the call
+    (``"(int){}"`` where the target's result type differs, as OpenCL's ``abs``).
+    """
+
+    name: str
+    title: str
+    prelude: tuple[str, ...]
+    f64_prelude: tuple[str, ...]
+    kernel_qualifier: str
+    helper_qualifier: str
+    global_pointer: str  # qualifier of a global-memory pointer parameter
+    shared_qualifier: str
+    shared_pointer: str
+    local_pointer: str
+    barrier: str
+    types: Mapping[Scalar, str]
+    storage_bool: str  # the type of bool elements in memory and of bool kernel arguments
+    i64_suffix: str
+    flat_id: str
+    thread: Mapping[str, str]
+    math: Mapping[tuple[str, Scalar], str]
+    math_wrap: Mapping[tuple[str, Scalar], str]
+    f32_bits: str  # a float of the given bits ("{hex}"): exact infinities and NaNs
+    f64_bits: str
+    pragmas: Mapping[str, str]  # first word of a pragma option -> C pragma text ("" = drop)
+
+    def type_name(self, t: Scalar) -> str:
+        return self.types[t]
+
+
+def _math_names(f32_suffix: str) -> dict[tuple[str, Scalar], str]:
+    """Math function names shared by both targets, with a suffix for ``f32`` versions."""
+    table: dict[tuple[str, Scalar], str] = {}
+    for name in ("sqrt", "floor", "ceil", "exp", "log", "sin", "cos", "tan", "tanh", "pow"):
+        table[(name, Scalar.F32)] = name + f32_suffix
+        table[(name, Scalar.F64)] = name
+    table[("abs", Scalar.F32)] = "fabs" + f32_suffix
+    table[("abs", Scalar.F64)] = "fabs"
+    table[("min", Scalar.F32)] = "fmin" + f32_suffix
+    table[("min", Scalar.F64)] = "fmin"
+    table[("max", Scalar.F32)] = "fmax" + f32_suffix
+    table[("max", Scalar.F64)] = "fmax"
+    for t in (Scalar.I32, Scalar.I64):
+        table[("min", t)] = "min"
+        table[("max", t)] = "max"
+    return table
+
+
+def thread_table(local: str, group: str, size: str, groups: str, glob: str) -> dict[str, str]:
+    """The thread intrinsics as C, from the target's spelling of the five index kinds
+    (each a format string taking the axis, as ``0``/``x``)."""
+    table: dict[str, str] = {}
+    for i, axis in enumerate(("x", "y", "z")):
+        table[f"thread_idx_{axis}"] = local.format(n=i, a=axis)
+        table[f"block_idx_{axis}"] = group.format(n=i, a=axis)
+        table[f"block_dim_{axis}"] = size.format(n=i, a=axis)
+        table[f"grid_dim_{axis}"] = groups.format(n=i, a=axis)
+        table[f"global_idx_{axis}"] = glob.format(n=i, a=axis)
+    table["global_thread_id"] = table["global_idx_x"]
+    return table
+
+
+def math_names(f32_suffix: str) -> dict[tuple[str, Scalar], str]:
+    """Math function names shared by both targets (``f32`` versions take ``f32_suffix``)."""
+    return _math_names(f32_suffix)

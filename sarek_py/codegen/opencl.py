@@ -1,0 +1,42 @@
+"""The OpenCL C dialect table (specs/codegen.md, CG-1, CG-3)."""
+
+from __future__ import annotations
+
+from sarek_py.codegen.dialect import Dialect, math_names, thread_table
+from sarek_py.ir.types import Scalar
+
+_math = math_names("")
+_math[("abs", Scalar.I32)] = "abs"
+_math[("abs", Scalar.I64)] = "abs"
+
+OPENCL = Dialect(
+    title="OpenCL C",
+    name="opencl",
+    prelude=("#pragma OPENCL FP_CONTRACT OFF",),
+    f64_prelude=("#pragma OPENCL EXTENSION cl_khr_fp64 : enable",),
+    kernel_qualifier="__kernel void",
+    helper_qualifier="",
+    global_pointer="__global",
+    shared_qualifier="__local",
+    shared_pointer="__local",
+    local_pointer="__private",
+    barrier="barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);",
+    types={Scalar.I32: "int", Scalar.I64: "long", Scalar.F32: "float",
+           Scalar.F64: "double", Scalar.BOOL: "bool", Scalar.UNIT: "void"},
+    storage_bool="uchar",
+    i64_suffix="L",
+    flat_id="(long)get_global_id(0)",
+    thread=thread_table("(int)get_local_id({n})", "(int)get_group_id({n})",
+                        "(int)get_local_size({n})", "(int)get_num_groups({n})",
+                        "(int)get_global_id({n})"),
+    math=_math,
+    # OpenCL's integer abs returns an unsigned type: convert back to the IR's signed type
+    math_wrap={("abs", Scalar.I32): "(int){}", ("abs", Scalar.I64): "(long){}"},
+    f32_bits="as_float((uint){hex}u)",
+    f64_bits="as_double((ulong){hex}UL)",
+    pragmas={"unroll": "#pragma unroll", "nounroll": "#pragma nounroll"},
+)
+
+#: build options: correctly rounded f32 division and sqrt (OpenCL otherwise allows 2.5 and
+#: 3 ulp), no contraction and no fast-math options (CG-3)
+BUILD_OPTIONS: tuple[str, ...] = ("-cl-fp32-correctly-rounded-divide-sqrt",)

@@ -1,0 +1,257 @@
+"""``@kernel`` and ``@helper``: Python functions as IR kernels, launched on numpy arrays.
+
+A decorated function is translated lazily, on first use (so a kernel may call helpers
+defined after it in the file), and the IR is cached. A kernel is launched with
+``k[threads, block](args...)`` or ``k.launch(args..., threads=…, block=…, backend=…)``:
+the arguments are checked against the parameters (FE-15), the kernel runs on the chosen
+backend and the numpy arrays hold the results afterwards. Inside ``with sarek_py.pipeline()``
+a launch is recorded instead, and run fused when the pipeline ends (FE-17).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, overload
+
+import numpy as np
+
+from sarek_py.frontend.intrinsics import KernelOnly
+from sarek_py.frontend.translate import translate_helper, translate_kernel
+from sarek_py.ir.diagnostics import SarekError
+from sarek_py.ir.nodes import HelperFunc, Kernel, Var
+from sarek_py.ir.types import ArrayType, Scalar
+
+ArgValue = np.ndarray[Any, Any] | int | float | bool | np.generic
+
+
+class LaunchArgumentError(SarekError):
+    """Arguments that do not match a kernel's parameters, or a bad launch configuration."""
+
+
+class HelperFunction:
+    """A ``@helper`` device function; call it from kernels (FE-11)."""
+
+    def __init__(self, fn: Callable[..., Any], *, pure: bool = False):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.pure = pure
+        self._ir: tuple[HelperFunc, tuple[HelperFunc, ...]] | None = None
+        self._busy = False
+
+    def _translate(self) -> tuple[HelperFunc, tuple[HelperFunc, ...]]:
+        if self._ir is None:
+            if self._busy:
+                raise SarekError(f"helper '{self.fn.__name__}' calls itself (directly or "
+                                 "through other helpers): recursion is not supported")
+            self._busy = True
+            try:
+                self._ir = translate_helper(self.fn, pure=self.pure)
+            finally:
+                self._busy = False
+        return self._ir
+
+    def helper_ir(self) -> HelperFunc:
+        """The IR of this helper."""
+        return self._translate()[0]
+
+    def helper_deps(self) -> tuple[HelperFunc, ...]:
+        """The helpers it calls, transitively."""
+        return self._translate()[1]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise KernelOnly(f"helper '{self.fn.__name__}' can only be called inside a @kernel")
+
+
+class KernelFunction:
+    """A ``@kernel``: its IR (``.ir``) and its launches (FE-14, FE-15)."""
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.name = name or fn.__name__
+        self._ir: Kernel | None = None
+
+    @property
+    def ir(self) -> Kernel:
+        """The IR kernel, translated on first access and checked."""
+        if self._ir is None:
+            self._ir = translate_kernel(self.fn, self.name)
+        return self._ir
+
+    def kernel_ir(self) -> Kernel:
+        return self.ir
+
+    def text(self) -> str:
+        """The kernel in the IR's text form (``sarek-py print``)."""
+        from sarek_py.ir.printer import print_kernel
+
+        return print_kernel(self.ir)
+
+    def source(self, target: str = "opencl") -> str:
+        """The generated device code for ``target`` ("cuda" or "opencl")."""
+        return emit(self.ir, target)
+
+    def __getitem__(self, config: Any) -> Callable[..., Any]:
+        threads, block = _config(config)
+
+        def launcher(*args: Any, backend: str | None = None, **kwargs: Any) -> Any:
+            return self._start(args, kwargs, threads, block, backend)
+
+        return launcher
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise LaunchArgumentError(f"launch the kernel '{self.name}' with "
+                                  f"{self.name}[threads, block](...) or "
+                                  f"{self.name}.launch(..., threads=…, block=…)")
+
+    def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, ArgValue]:
+        """The launch arguments by parameter name, checked and converted (FE-15)."""
+        return bind_arguments(self.ir, args, kwargs)
+
+    def launch(self, *args: Any, threads: Any, block: Any = 256,
+               backend: str | None = None, **kwargs: Any) -> Any:
+        """Run the kernel over ``threads`` threads in blocks of ``block``; arrays are updated
+        in place. Inside a ``pipeline()`` the launch is recorded instead (and None returned)."""
+        return self._start(args, kwargs, threads, block, backend)
+
+    def _start(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], threads: Any,
+               block: Any, backend: str | None) -> Any:
+        from sarek_py.frontend.pipeline import current
+
+        threads, block = _config((threads, block))
+        bound = self.bind(args, kwargs)
+        active = current()
+        if active is not None:
+            active.record(self, bound, threads, block, backend)
+            return None
+        return run_on(backend, self.ir, bound, threads, block)
+
+
+def _config(config: Any) -> tuple[int, int]:
+    if isinstance(config, tuple):
+        if len(config) != 2:
+            raise LaunchArgumentError("write kernel[threads, block](...)")
+        threads, block = config
+    else:
+        threads, block = config, 256
+    for what, n in (("threads", threads), ("block", block)):
+        if not isinstance(n, int | np.integer) or isinstance(n, bool) or n <= 0:
+            raise LaunchArgumentError(f"{what} must be a positive integer, not {n!r}")
+    return int(threads), int(block)
+
+
+def bind_arguments(k: Kernel, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+                   ) -> dict[str, ArgValue]:
+    """Match positional and keyword arguments to ``k``'s parameters, checking each (FE-15)."""
+    if len(args) > len(k.params):
+        raise LaunchArgumentError(f"kernel '{k.name}' takes {len(k.params)} arguments, "
+                                  f"{len(args)} given")
+    out: dict[str, Any] = {}
+    for p, a in zip(k.params, args, strict=False):
+        out[p.name] = a
+    for name, a in kwargs.items():
+        if name in out:
+            raise LaunchArgumentError(f"argument '{name}' of kernel '{k.name}' given twice")
+        if name not in {p.name for p in k.params}:
+            raise LaunchArgumentError(f"kernel '{k.name}' has no parameter '{name}'")
+        out[name] = a
+    missing = [p.name for p in k.params if p.name not in out]
+    if missing:
+        raise LaunchArgumentError(f"kernel '{k.name}' misses argument(s) {', '.join(missing)}")
+    return {p.name: _convert(k, p, out[p.name]) for p in k.params}
+
+
+def _convert(k: Kernel, p: Var, a: Any) -> ArgValue:
+    where = f"argument '{p.name}' of kernel '{k.name}'"
+    if isinstance(p.type, ArrayType):
+        t = p.type
+        if not isinstance(a, np.ndarray):
+            raise LaunchArgumentError(f"{where} must be a numpy array of {t.elem} "
+                                      f"(rank {t.rank}), not {type(a).__name__}")
+        if a.dtype != t.elem.dtype or a.ndim != t.rank:
+            raise LaunchArgumentError(
+                f"{where} must be a numpy array of dtype {t.elem.dtype} and rank {t.rank}, "
+                f"not dtype {a.dtype} and rank {a.ndim} (no conversion: the results are "
+                "written back into this array)")
+        if not a.flags.writeable:
+            raise LaunchArgumentError(f"{where} is a read-only array")
+        return a
+    s = p.type
+    if isinstance(a, np.ndarray):
+        raise LaunchArgumentError(f"{where} is a scalar {s}, not an array")
+    if s is Scalar.BOOL:
+        if not isinstance(a, bool | np.bool_):
+            raise LaunchArgumentError(f"{where} must be a bool, not {type(a).__name__}")
+        return np.bool_(a)
+    if isinstance(a, bool | np.bool_):
+        raise LaunchArgumentError(f"{where} must be a {s}, not a bool")
+    if s.is_int:
+        if not isinstance(a, int | np.integer):
+            raise LaunchArgumentError(f"{where} must be an integer ({s}), not "
+                                      f"{type(a).__name__}")
+        lo, hi = (-(2**31), 2**31 - 1) if s is Scalar.I32 else (-(2**63), 2**63 - 1)
+        if not lo <= int(a) <= hi:
+            raise LaunchArgumentError(f"{where} = {a} does not fit in {s}")
+        result: np.generic = s.dtype.type(int(a))
+        return result
+    if not isinstance(a, int | float | np.integer | np.floating):
+        raise LaunchArgumentError(f"{where} must be a number ({s}), not {type(a).__name__}")
+    value: np.generic = s.dtype.type(a)
+    return value
+
+
+def run_on(backend: str | None, k: Kernel, args: Mapping[str, ArgValue], threads: int,
+           block: int) -> Any:
+    """Run ``k`` on the named backend (None: the runtime's default) (FE-16)."""
+    return get_backend(backend).run_kernel(k, args, threads, block)
+
+
+def get_backend(backend: str | None) -> Any:
+    """The runtime backend called ``backend`` (``None``: the runtime's ``default``)."""
+    from sarek_py.launch.runtime import get_backend as runtime_backend
+
+    return runtime_backend("default" if backend is None else backend)
+
+
+def emit(k: Kernel, target: str) -> str:
+    """Device source of ``k`` for ``target``."""
+    from sarek_py import codegen
+
+    if target == "cuda":
+        return codegen.emit_cuda(k)
+    if target == "opencl":
+        return codegen.emit_opencl(k)
+    raise SarekError(f"unknown target {target!r}: use 'cuda' or 'opencl'")
+
+
+@overload
+def kernel(fn: Callable[..., Any], /) -> KernelFunction: ...
+
+
+@overload
+def kernel(*, name: str | None = None) -> Callable[[Callable[..., Any]], KernelFunction]: ...
+
+
+def kernel(fn: Callable[..., Any] | None = None, /, *, name: str | None = None
+           ) -> KernelFunction | Callable[[Callable[..., Any]], KernelFunction]:
+    """Make a Python function a kernel: ``@kernel`` or ``@kernel(name="k")`` (FE-1)."""
+    if fn is not None:
+        return KernelFunction(fn, name=name)
+    return lambda f: KernelFunction(f, name=name)
+
+
+@overload
+def helper(fn: Callable[..., Any], /) -> HelperFunction: ...
+
+
+@overload
+def helper(*, pure: bool = False) -> Callable[[Callable[..., Any]], HelperFunction]: ...
+
+
+def helper(fn: Callable[..., Any] | None = None, /, *, pure: bool = False
+           ) -> HelperFunction | Callable[[Callable[..., Any]], HelperFunction]:
+    """Make a Python function a device helper: ``@helper`` or ``@helper(pure=True)`` (FE-11)."""
+    if fn is not None:
+        return HelperFunction(fn, pure=pure)
+    return lambda f: HelperFunction(f, pure=pure)

@@ -1,0 +1,125 @@
+"""``sarek_py.pipeline()``: record launches, fuse them, run them (FE-17).
+
+Inside ``with pipeline() as p:`` a kernel launch is recorded instead of run. When the block
+ends without an exception, or at ``p.run()``, the recorded launches are fused by
+:func:`sarek_py.fusion.sequence.fuse_launches` (each adjacent producer/consumer pair that is
+provably equal to the two launches run one after the other) and run in order. Buffers are
+the numpy arrays passed: the same array is the same buffer, and views that overlap are
+aliasing, which the fusion's legality check refuses to rely on.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar, Token
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from sarek_py.fusion.sequence import Decision, KernelLaunch, fuse_launches
+from sarek_py.ir.diagnostics import SarekError
+
+if TYPE_CHECKING:
+    from sarek_py.frontend.kernel import ArgValue, KernelFunction
+
+_CURRENT: ContextVar[Pipeline | None] = ContextVar("sarek_pipeline", default=None)
+
+
+def current() -> Pipeline | None:
+    """The pipeline recording launches here, if any."""
+    return _CURRENT.get()
+
+
+class Pipeline:
+    """Launches recorded in a ``with`` block, then fused and run on one backend."""
+
+    def __init__(self, backend: str | None = None, *, fuse: bool = True, force: bool = False):
+        self.backend = backend
+        self.fuse = fuse
+        self.force = force
+        self.recorded: list[KernelLaunch] = []
+        #: the launches actually run (after fusion), in order, over every ``run``
+        self.launches: list[KernelLaunch] = []
+        self.decisions: list[Decision] = []
+        self.results: list[Any] = []
+        self._token: Token[Pipeline | None] | None = None
+
+    # ------------------------------------------------------------------ context
+
+    def __enter__(self) -> Pipeline:
+        if self._token is not None:
+            raise SarekError("this pipeline is already open")
+        if current() is not None:
+            raise SarekError("pipelines cannot be nested: the inner one would run its "
+                             "launches before the outer one's")
+        self._token = _CURRENT.set(self)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        assert self._token is not None
+        _CURRENT.reset(self._token)
+        self._token = None
+        if exc_type is None:
+            self.run()
+        else:
+            self.recorded.clear()  # an error in the block: nothing runs
+
+    # --------------------------------------------------------------- recording
+
+    def record(self, k: KernelFunction, args: dict[str, ArgValue], threads: int, block: int,
+               backend: str | None) -> None:
+        """Record one launch (called by :meth:`KernelFunction.launch`)."""
+        if backend is not None and backend != self.backend:
+            raise SarekError(f"a launch of '{k.name}' asks for backend {backend!r} inside a "
+                             f"pipeline running on {self.backend or 'the default backend'!r}: "
+                             "give the backend to pipeline(backend=...) instead")
+        self.recorded.append(KernelLaunch(k.ir, threads, block, args))
+
+    def _backend(self) -> Any:
+        from sarek_py.frontend.kernel import get_backend
+
+        return get_backend(self.backend)
+
+    def run(self) -> list[Any]:
+        """Fuse the launches recorded since the last run and run them; their results."""
+        from sarek_py.fusion.policy import target
+
+        launches, self.recorded = self.recorded, []
+        if not launches:
+            return []
+        backend = self._backend()
+        if self.fuse:
+            launches, decisions = fuse_launches(launches, target=target(backend.name),
+                                                force=self.force)
+            self.decisions.extend(decisions)
+        results = [backend.run_kernel(lc.kernel, dict(lc.args), lc.threads, lc.block)
+                   for lc in launches]
+        self.launches.extend(launches)
+        self.results.extend(results)
+        return results
+
+    # ---------------------------------------------------------------- reporting
+
+    def report(self) -> str:
+        """What was fused, and why the other adjacent pairs were not."""
+        lines = [f"{len(self.launches)} launch(es) run: "
+                 + ", ".join(lc.kernel.name for lc in self.launches)]
+        if not self.fuse:
+            lines.append("fusion is off for this pipeline")
+        lines.extend(str(d) for d in self.decisions)
+        if self.recorded:
+            lines.append(f"{len(self.recorded)} launch(es) recorded, not run yet")
+        return "\n".join(lines)
+
+    def source(self, target: str = "opencl") -> str:
+        """The device code of the launches run, after fusion."""
+        from sarek_py.frontend.kernel import emit
+
+        seen: dict[str, str] = {}
+        for lc in self.launches:
+            seen.setdefault(lc.kernel.name, emit(lc.kernel, target))
+        return "\n".join(seen.values())
+
+
+def pipeline(backend: str | None = None, *, fuse: bool = True, force: bool = False) -> Pipeline:
+    """A context that records launches and runs them fused at its end (FE-17)."""
+    return Pipeline(backend, fuse=fuse, force=force)

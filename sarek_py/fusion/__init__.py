@@ -1,0 +1,1 @@
+"""Kernel fusion: epilogue fusion, legality, affine analysis, inlining, loop fusion, passes."""

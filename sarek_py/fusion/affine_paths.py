@@ -1,0 +1,258 @@
+"""Array accesses of a statement with their path conditions (specs/affine.md, AFF-15).
+
+:func:`accesses` lists every read and store with a *weaker* path condition (implied by
+the real one: good for assumptions). :func:`store_sites` lists the stores of one array with
+their *exact* guard (the store runs exactly when the guard holds, once per thread), or
+gives ``None`` when it cannot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from sarek_py.fusion.affine_conditions import Dnf, Mode, ge0, to_dnf
+from sarek_py.fusion.affine_forms import AffineCtx, AffineForm, to_affine
+from sarek_py.ir.nodes import (
+    Assign,
+    Barrier,
+    Binary,
+    BinaryOp,
+    Cond,
+    Empty,
+    Expr,
+    For,
+    If,
+    Let,
+    Loc,
+    Pragma,
+    Read,
+    Ref,
+    Return,
+    Seq,
+    Stmt,
+    Stop,
+    Store,
+    Unary,
+    UnaryOp,
+    Var,
+    While,
+    iter_stmts,
+)
+from sarek_py.ir.visit import children
+
+
+@attrs.frozen
+class StoreSite:
+    """A store ``array[index] <- …`` run exactly when ``guard`` holds (once per thread)."""
+
+    index: tuple[AffineForm, ...]
+    guard: Dnf
+    loc: Loc | None = attrs.field(default=None, eq=False)
+
+
+@attrs.frozen
+class Access:
+    """A read or store with its subscripts' forms (``None`` where not affine) and a weaker
+    path condition; ``in_loop`` when it sits in a ``for``/``while`` body."""
+
+    node: Read | Store
+    index: tuple[AffineForm | None, ...]
+    path: Dnf
+    in_loop: bool
+
+
+def assigned_vars(s: Stmt) -> frozenset[Var]:
+    """Variables assigned (``:=``) anywhere in ``s``."""
+    return frozenset(x.var for x in iter_stmts(s) if isinstance(x, Assign))
+
+
+def region_ctx(s: Stmt, base: AffineCtx | None = None) -> AffineCtx:
+    """``base`` with every variable assigned in ``s`` declared variant."""
+    base = base or AffineCtx()
+    return attrs.evolve(base, variant=base.variant | assigned_vars(s))
+
+
+def always_leaves(s: Stmt) -> bool:
+    """Every path through ``s`` ends in ``return`` or ``stop``."""
+    match s:
+        case Return() | Stop():
+            return True
+        case Seq(stmts=ss):
+            return any(always_leaves(x) for x in ss)
+        case If(then=t, else_=e):
+            return e is not None and always_leaves(t) and always_leaves(e)
+        case Let(body=b) | Pragma(body=b):
+            return always_leaves(b)
+    return False
+
+
+def may_leave(s: Stmt) -> bool:
+    return any(isinstance(x, (Return, Stop)) for x in iter_stmts(s))
+
+
+def _and(a: Dnf, b: Dnf | None) -> Dnf:
+    """``a ∧ b`` on the weaker side: when not expressible, ``a`` alone."""
+    if b is None:
+        return a
+    r = a.and_(b)
+    return a if r is None else r
+
+
+def accesses(s: Stmt, ctx: AffineCtx | None = None) -> list[Access]:
+    """Every read and store in ``s`` with its weaker path condition."""
+    out: list[Access] = []
+    _Walker(out).stmt(s, region_ctx(s, ctx), Dnf.true(), False)
+    return out
+
+
+@attrs.define
+class _Walker:
+    out: list[Access]
+
+    def weaker(self, c: Expr, ctx: AffineCtx, neg: bool = False) -> Dnf | None:
+        return to_dnf(Unary(UnaryOp.NOT, c) if neg else c, ctx, Mode.WEAKER)
+
+    def expr(self, e: Expr, ctx: AffineCtx, path: Dnf, loop: bool) -> None:
+        match e:
+            case Read(array=_, index=idx):
+                forms = tuple(to_affine(i, ctx) for i in idx)
+                self.out.append(Access(e, forms, path, loop))
+            case Binary(op=BinaryOp.AND | BinaryOp.OR as op, lhs=lhs, rhs=rhs):
+                self.expr(lhs, ctx, path, loop)
+                self.expr(rhs, ctx, _and(path, self.weaker(lhs, ctx, op is BinaryOp.OR)), loop)
+                return
+            case Cond(cond=c, if_true=t, if_false=f):
+                self.expr(c, ctx, path, loop)
+                self.expr(t, ctx, _and(path, self.weaker(c, ctx)), loop)
+                self.expr(f, ctx, _and(path, self.weaker(c, ctx, True)), loop)
+                return
+        for ch in children(e):
+            self.expr(ch, ctx, path, loop)
+
+    def stmt(self, s: Stmt, ctx: AffineCtx, path: Dnf, loop: bool) -> Dnf:
+        """Walk ``s``; give the weaker path condition after it."""
+        match s:
+            case Let(var=v, value=val, body=b):
+                self.expr(val, ctx, path, loop)
+                inner = ctx if v.mutable else ctx.with_def(v, val)
+                return self.stmt(b, inner, path, loop)
+            case Assign(value=val):
+                self.expr(val, ctx, path, loop)
+            case Store(index=idx, value=val):
+                for i in idx:
+                    self.expr(i, ctx, path, loop)
+                self.expr(val, ctx, path, loop)
+                forms = tuple(to_affine(i, ctx) for i in idx)
+                self.out.append(Access(s, forms, path, loop))
+            case Seq(stmts=ss):
+                for x in ss:
+                    path = self.stmt(x, ctx, path, loop)
+            case If(cond=c, then=t, else_=e):
+                self.expr(c, ctx, path, loop)
+                pos = self.weaker(c, ctx)
+                negc = self.weaker(c, ctx, True)
+                self.stmt(t, ctx, _and(path, pos), loop)
+                if e is not None:
+                    self.stmt(e, ctx, _and(path, negc), loop)
+                if always_leaves(t) and (e is None or not always_leaves(e)):
+                    return _and(path, negc)
+                if e is not None and always_leaves(e) and not always_leaves(t):
+                    return _and(path, pos)
+            case For(var=v, start=a, stop=z, body=b, down=down):
+                self.expr(a, ctx, path, loop)
+                self.expr(z, ctx, path, loop)
+                fa, fz = to_affine(a, ctx), to_affine(z, ctx)
+                inner = ctx.with_index(v)
+                vf = to_affine(Ref(v), inner)
+                lo, hi = (fz, fa) if down else (fa, fz)
+                body_path = path
+                if vf is not None and lo is not None:
+                    body_path = _and(body_path, _ge(vf, lo))
+                if vf is not None and hi is not None:
+                    body_path = _and(body_path, _ge(hi, vf))
+                self.stmt(b, inner, body_path, True)
+            case While(cond=c, body=b):
+                self.expr(c, ctx, path, loop)
+                self.stmt(b, ctx, _and(path, self.weaker(c, ctx)), True)
+            case Pragma(body=b):
+                return self.stmt(b, ctx, path, loop)
+            case Return() | Stop() | Barrier() | Empty():
+                pass
+        return path
+
+
+def _ge(a: AffineForm, b: AffineForm) -> Dnf:
+    return Dnf.of(ge0(a - b))
+
+
+# ------------------------------------------------------------------ exact store sites
+
+
+class _Inexact(Exception):
+    pass
+
+
+def store_sites(body: Stmt, array: Var, ctx: AffineCtx | None = None) -> list[StoreSite] | None:
+    """Every store of ``array`` in ``body`` with its exact guard, or ``None`` (AFF-15)."""
+    sites: list[StoreSite] = []
+    try:
+        _exact(body, region_ctx(body, ctx), Dnf.true(), array, sites.append)
+    except _Inexact:
+        return None
+    return sites
+
+
+def _stores(s: Stmt, array: Var) -> bool:
+    return any(isinstance(x, Store) and x.array == array for x in iter_stmts(s))
+
+
+def _exact_and(a: Dnf | None, b: Dnf | None) -> Dnf | None:
+    if a is None or b is None:
+        return None
+    return a.and_(b)
+
+
+def _exact(
+    s: Stmt, ctx: AffineCtx, guard: Dnf | None, array: Var, emit: Callable[[StoreSite], None]
+) -> Dnf | None:
+    """Record the stores of ``array`` in ``s``; give the exact guard after ``s`` (``None``:
+    not known)."""
+    match s:
+        case Let(var=v, value=val, body=b):
+            return _exact(b, ctx if v.mutable else ctx.with_def(v, val), guard, array, emit)
+        case Store(array=a, index=idx) if a == array:
+            forms = tuple(to_affine(i, ctx) for i in idx)
+            if guard is None or any(f is None for f in forms):
+                raise _Inexact
+            emit(StoreSite(tuple(f for f in forms if f is not None), guard, loc=s.loc))
+        case Seq(stmts=ss):
+            for x in ss:
+                guard = _exact(x, ctx, guard, array, emit)
+        case If(cond=c, then=t, else_=e):
+            pos = to_dnf(c, ctx, Mode.EXACT)
+            neg = None if pos is None else pos.negate()
+            _exact(t, ctx, _exact_and(guard, pos), array, emit)
+            if e is not None:
+                _exact(e, ctx, _exact_and(guard, neg), array, emit)
+            lt = always_leaves(t)
+            le = e is not None and always_leaves(e)
+            if lt and le:
+                return Dnf.false()
+            if lt and (e is None or not may_leave(e)):
+                return _exact_and(guard, neg)
+            if le and not may_leave(t):
+                return _exact_and(guard, pos)
+            if may_leave(t) or (e is not None and may_leave(e)):
+                return None
+        case For(body=b) | While(body=b):
+            if _stores(b, array):
+                raise _Inexact
+            if may_leave(b):
+                return None
+        case Pragma(body=b):
+            return _exact(b, ctx, guard, array, emit)
+        case Return() | Stop():
+            return Dnf.false()
+    return guard

@@ -1,0 +1,715 @@
+"""Producer-consumer fusion of adjacent parallel loops (specs/loop-fusion.md, LF-1..LF-15).
+
+Two adjacent parallel loops, a producer assigning arrays element by element and a consumer
+reading them at affine subscripts, become one loop over the consumer's iterations in which
+each read of an intermediate array is the producer's expression at those subscripts.
+
+The pass proves every rule of the seed or refuses with a :class:`FusionRefused` naming the
+rule; a refused pair is left as written. The fused program is::
+
+    last_t := <end of t>;                       // copy of each chain loop's end
+    for t = … do
+      …
+      if (t == last_t && …) || !(<run-time bounds check>) then
+        (PRODUCER; CONSUMER)                    // the last iteration: original loops
+      else
+        (FUSED; copy back the renamed arrays)
+    done
+
+API: :func:`analyse_pair` (one pair, in its chain of enclosing loops), :func:`fuse_program`
+(every pair of a program), :class:`FusionOptions`, :class:`PairReport`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from math import lcm
+
+import attrs
+
+from sarek_py.fusion import affine
+from sarek_py.fusion.affine import (
+    AffineCtx,
+    AffineForm,
+    Constraint,
+    Dnf,
+    Mode,
+    ge0,
+    to_affine,
+    to_dnf,
+)
+from sarek_py.fusion.affine_paths import accesses
+from sarek_py.fusion.cost import DEFAULT_THRESHOLD, CostDecision, CostItem, decide, operations
+from sarek_py.fusion.effects import Effects, effects
+from sarek_py.fusion.inline import inline_stmt, self_contained
+from sarek_py.fusion.refusal import FusionRefused
+from sarek_py.ir.nodes import (
+    Binary,
+    BinaryOp,
+    Call,
+    Cast,
+    Const,
+    Expr,
+    HelperFunc,
+    If,
+    Length,
+    Let,
+    Read,
+    Ref,
+    Seq,
+    Stmt,
+    Stop,
+    Store,
+    Var,
+    iter_stmts,
+)
+from sarek_py.ir.types import ArrayType, Scalar
+from sarek_py.ir.visit import free_vars, iter_exprs
+from sarek_py.launch.program import (
+    Allocate,
+    Attr,
+    Block,
+    Break,
+    CallProc,
+    Continue,
+    Deallocate,
+    Decl,
+    HFor,
+    HostStmt,
+    HReturn,
+    HStop,
+    ParFor,
+    PointerAssoc,
+    Program,
+    expr_vars,
+    host_children,
+    iter_host,
+    kernel_stores,
+)
+
+
+@attrs.frozen
+class FusionOptions:
+    """``threshold``: operations per byte removed (LF-13); ``swap``: ping-pong the renamed
+    arrays (specs/ping-pong.md)."""
+
+    threshold: float = DEFAULT_THRESHOLD
+    swap: bool = False
+
+
+@attrs.frozen
+class Intermediate:
+    """An array the producer assigns: its guard conditions and value (over the producer's
+    indices)."""
+
+    array: Var
+    guards: tuple[Expr, ...]
+    value: Expr
+
+
+@attrs.frozen
+class Plan:
+    """What :func:`analyse_pair` proved: how to build the fused loop."""
+
+    producer: ParFor
+    consumer: ParFor
+    intermediates: tuple[Intermediate, ...]
+    renamed: tuple[Var, ...]
+    consumer_body: Stmt
+    chain: tuple[HFor, ...]
+    check: Expr | None
+    cost: CostDecision
+
+
+@attrs.frozen
+class PairReport:
+    """The outcome for one adjacent pair: fused (with its plan) or refused."""
+
+    producer: ParFor
+    consumer: ParFor
+    plan: Plan | None = None
+    refusal: FusionRefused | None = None
+
+    @property
+    def fused(self) -> bool:
+        return self.plan is not None
+
+    def __str__(self) -> str:
+        where = f"{self.producer.loc}: " if self.producer.loc is not None else ""
+        if self.plan is not None:
+            names = ", ".join(i.array.name for i in self.plan.intermediates)
+            extra = f"; renamed {', '.join(v.name for v in self.plan.renamed)}" \
+                if self.plan.renamed else ""
+            chk = "; run-time bounds check" if self.plan.check is not None else ""
+            return f"{where}fused (intermediates {names}{extra}{chk}; {self.plan.cost})"
+        return f"{where}not fused: {self.refusal}"
+
+
+def _refuse(rule: str, msg: str, node: ParFor | HostStmt | None = None) -> FusionRefused:
+    return FusionRefused(rule, msg, getattr(node, "loc", None))
+
+
+# ------------------------------------------------------------------------ the producer
+
+
+def producer_stores(p: ParFor) -> tuple[Intermediate, ...]:
+    """LF-2: the producer's body is stores ``x[i, j, …] <- e`` at its own iteration, each
+    array once, possibly under ``if`` tests without ``else``."""
+    own = tuple(Ref(v) for v in p.vars)
+    out: list[Intermediate] = []
+
+    def walk(s: Stmt, guards: tuple[Expr, ...]) -> None:
+        match s:
+            case Seq(stmts=ss):
+                for x in ss:
+                    walk(x, guards)
+            case If(cond=c, then=t, else_=None):
+                walk(t, (*guards, c))
+            case If():
+                raise _refuse("LF-2", "the producer has an 'if' with an 'else'", p)
+            case Store(array=a, index=idx, value=v):
+                if tuple(idx) != own:
+                    raise _refuse("LF-2", f"the producer assigns '{a.name}' at another element "
+                                  "than its own iteration", p)
+                if any(i.array == a for i in out):
+                    raise _refuse("LF-2", f"the producer assigns '{a.name}' twice", p)
+                out.append(Intermediate(a, guards, v))
+            case _:
+                raise _refuse("LF-2", f"the producer's body has a {type(s).__name__.lower()} "
+                              "(only element-wise assignments under 'if' tests)", p)
+
+    walk(p.body, ())
+    if not out:
+        raise _refuse("LF-2", "the producer assigns no array", p)
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _helpers(program: Program) -> dict[str, HelperFunc]:
+    table = {h.name: h for h in program.helpers}
+    for k in program.kernels:
+        for h in k.helpers:
+            table.setdefault(h.name, h)
+    return table
+
+
+def _calls(node: Expr | Stmt) -> list[Call]:
+    return [e for e in iter_exprs(node) if isinstance(e, Call)]
+
+
+def aliased_vars(program: Program) -> frozenset[Var]:
+    """Variables that may change through another name: pointer, target, volatile, common,
+    or named in a pointer association (HP-2, LF-11)."""
+    out = {d.var for d in program.decls
+           if d.attrs & {Attr.POINTER, Attr.TARGET, Attr.VOLATILE, Attr.COMMON}}
+    for s in iter_host(program.body):
+        if isinstance(s, PointerAssoc):
+            out |= {s.pointer, s.target}
+    for proc in program.procedures:
+        for s in iter_host(proc.body):
+            if isinstance(s, PointerAssoc):
+                out |= {s.pointer, s.target}
+    return frozenset(out)
+
+
+def _decl(program: Program, v: Var) -> Decl | None:
+    for d in program.decls:
+        if d.var == v:
+            return d
+    return None
+
+
+def _scalars(*nodes: Expr | Stmt) -> frozenset[Var]:
+    out: set[Var] = set()
+    for n in nodes:
+        out |= {v for v in free_vars(n) if not v.is_array}
+    return frozenset(out)
+
+
+def _box(loop: ParFor, ctx: AffineCtx, exact: bool) -> Dnf | None:
+    """The loop's bounds as constraints on its indices (``None`` when ``exact`` and a bound
+    is not affine)."""
+    acc: Dnf | None = Dnf.true()
+    for ix in loop.indices:
+        v = to_affine(Ref(ix.var), ctx)
+        lo, hi = to_affine(ix.start, ctx), to_affine(ix.stop, ctx)
+        for c in ((None if lo is None or v is None else ge0(v - lo)),
+                  (None if hi is None or v is None else ge0(hi - v))):
+            if c is None:
+                if exact:
+                    return None
+                continue
+            assert acc is not None
+            acc = acc.and_(Dnf.of(c))
+            if acc is None:
+                return None
+    return acc
+
+
+def _form_expr(form: AffineForm) -> Expr:
+    """An i64 IR expression of an integral affine form (for run-time checks)."""
+    den = lcm(*(c.denominator for _, c in form.terms), form.const.denominator)
+    f = form.scale(den)
+    acc: Expr = Const(int(f.const), Scalar.I64)
+    for atom, c in f.terms:
+        term: Expr = Cast(Scalar.I64, atom)
+        if c != 1:
+            term = Binary(BinaryOp.MUL, Const(int(c), Scalar.I64), term)
+        acc = Binary(BinaryOp.ADD, acc, term)
+    return acc
+
+
+def conj_all(es: Sequence[Expr]) -> Expr:
+    out = es[0]
+    for e in es[1:]:
+        out = Binary(BinaryOp.AND, out, e)
+    return out
+
+
+# -------------------------------------------------------------------------- analysis
+
+
+@attrs.frozen
+class _Ctx:
+    program: Program
+    helpers: Mapping[str, HelperFunc]
+    aliased: frozenset[Var]
+
+
+def _check_producer(ctx: _Ctx, p: ParFor, c: ParFor, inter: tuple[Intermediate, ...],
+                    c_stores: frozenset[Var]) -> frozenset[Var]:
+    """LF-3..LF-5; gives the arrays to rename (assigned by the consumer, read by the
+    producer)."""
+    mine = {i.array for i in inter}
+    renamed: set[Var] = set()
+    for it in inter:
+        used = expr_vars(it.value, *it.guards)
+        if used & mine:
+            bad = sorted(v.name for v in used & mine)[0]
+            raise _refuse("LF-3", f"the producer reads its own array '{bad}'", p)
+        if used & set(p.locals):
+            raise _refuse("LF-3", "the producer reads a private variable", p)
+        renamed |= used & c_stores
+    for v in (*mine, *renamed):
+        d = _decl(ctx.program, v)
+        if d is not None and d.attrs & {Attr.POINTER, Attr.TARGET}:
+            raise _refuse("LF-4", f"'{v.name}' is a pointer or a target", p)
+        bodies = [ctx.program.body, *(q.body for q in ctx.program.procedures)]
+        if any(isinstance(s, PointerAssoc) and v in (s.pointer, s.target)
+               for b in bodies for s in iter_host(b)):
+            raise _refuse("LF-4", f"'{v.name}' is associated with a pointer", p)
+    sc = self_contained(ctx.helpers.values())
+    for it in inter:
+        for call in _calls(it.value) + [x for g in it.guards for x in _calls(g)]:
+            h = ctx.helpers.get(call.func)
+            if h is None or not h.pure or call.func not in sc:
+                raise _refuse("LF-5", f"the producer calls '{call.func}', which is not pure "
+                              "and self-contained", p)
+    return frozenset(renamed)
+
+
+def _consumer_body(ctx: _Ctx, c: ParFor, mine: frozenset[Var]) -> Stmt:
+    """LF-6: inline the pure helpers the consumer passes intermediates to; then every use
+    of an intermediate is an element read, every other call self-contained."""
+
+    def passes(call: Call) -> bool:
+        return any(v in mine for a in call.args for v in free_vars(a))
+
+    body, _ = inline_stmt(c.body, tuple(ctx.helpers.values()), passes)
+    sc = self_contained(ctx.helpers.values())
+    for call in _calls(body):
+        if passes(call):
+            raise _refuse("LF-6", f"the consumer passes an intermediate array to "
+                          f"'{call.func}', which cannot be inlined", c)
+        if call.func not in sc:
+            raise _refuse("LF-6", f"the consumer calls '{call.func}', which is not "
+                          "self-contained", c)
+    for s in iter_stmts(body):
+        if isinstance(s, Stop):
+            raise _refuse("LF-6", "the consumer can stop (the intermediate arrays would not "
+                          "hold the producer's values when the program ends)", c)
+        if isinstance(s, Store) and s.array in mine:
+            raise _refuse("LF-6", f"the consumer assigns intermediate '{s.array.name}'", c)
+    for e in iter_exprs(body):
+        if isinstance(e, Length) and e.array in mine:
+            raise _refuse("LF-6", f"the consumer asks the length of '{e.array.name}'", c)
+        if isinstance(e, Ref) and e.var in mine:
+            raise _refuse("LF-6", f"the consumer uses '{e.var.name}' other than by element", c)
+    return body
+
+
+def _coverage(ctx: _Ctx, p: ParFor, c: ParFor, body: Stmt,
+              inter: tuple[Intermediate, ...]) -> Expr | None:
+    """LF-7: every element the consumer reads is one the producer writes; gives the
+    run-time bounds check when the proof needs the arrays' allocation (LF-8)."""
+    scal = _scalars(body, p.body, *(e for ix in (*p.indices, *c.indices)
+                                    for e in (ix.start, ix.stop)))
+    inv = frozenset(v for v in scal if v not in set(p.vars) | set(c.vars))
+    pctx = AffineCtx(indices=frozenset(p.vars), invariant=inv)
+    cctx = AffineCtx(indices=frozenset(c.vars), invariant=inv)
+    pbox = _box(p, pctx, exact=True)
+    if pbox is None:
+        raise _refuse("LF-7", "the producer's bounds are not affine", p)
+    cbox = _box(c, cctx, exact=False)
+    assert cbox is not None
+    checks: list[Expr] = []
+    by_array = {i.array: i for i in inter}
+    for acc in accesses(body, cctx):
+        node = acc.node
+        if not isinstance(node, Read) or node.array not in by_array:
+            continue
+        it = by_array[node.array]
+        domain: Dnf | None = pbox
+        for g in it.guards:
+            gd = to_dnf(g, pctx, Mode.EXACT)
+            if gd is None or domain is None:
+                raise _refuse("LF-7", f"a test of the producer of '{it.array.name}' is not "
+                              "expressible exactly", p)
+            domain = domain.and_(gd)
+        if domain is None:
+            raise _refuse("LF-7", "the producer's tests have too many alternatives", p)
+        if any(f is None for f in acc.index):
+            raise _refuse("LF-6", f"a read of '{it.array.name}' has a subscript that is not "
+                          "affine", c)
+        subs = tuple(f for f in acc.index if f is not None)
+        path = acc.path.and_(cbox) or acc.path
+        pidx = [Ref(v) for v in p.vars]
+        if affine.reads_within(subs, path, pidx, domain):
+            continue
+        # coverage may still follow from the allocation of the array: the reads are in
+        # its bounds (valid program), and a host test checks the bounds lie in the domain
+        check, known = _runtime_check(it.array, p, domain)
+        inb = _in_bounds(it.array, subs).and_(known)
+        with_bounds = None if inb is None else path.and_(inb)
+        if with_bounds is None or not affine.reads_within(subs, with_bounds, pidx, domain):
+            raise _refuse("LF-7", f"the consumer may read an element of '{it.array.name}' "
+                          "that the producer does not write", c)
+        checks.append(check)
+    if not checks:
+        return None
+    uniq: list[Expr] = []
+    for e in checks:
+        if e not in uniq:
+            uniq.append(e)
+    return conj_all(uniq)
+
+
+def _in_bounds(a: Var, subs: Sequence[AffineForm]) -> Dnf:
+    """``lower ≤ s ≤ lower + length − 1`` in every dimension (valid programs read inside)."""
+    assert isinstance(a.type, ArrayType)
+    cs = []
+    for d, s in enumerate(subs):
+        lo = a.type.lower[d]
+        ln = AffineForm.of_atom(Length(a, d))
+        cs += [ge0(s - lo), ge0(ln + lo - 1 - s)]
+    return Dnf.of(*cs)
+
+
+def _runtime_check(a: Var, p: ParFor, domain: Dnf) -> tuple[Expr, Dnf]:
+    """The host test that the bounds of ``a`` lie in the producer's domain (LF-8): each
+    constraint on one index at the worst end of ``a``'s bounds in that dimension."""
+    assert isinstance(a.type, ArrayType)
+    if len(domain.alts) != 1:
+        raise _refuse("LF-8", f"coverage of '{a.name}' depends on its allocation, and the "
+                      "producer's domain is not one conjunction", p)
+    idx = {Ref(v): d for d, v in enumerate(p.vars)}
+    tests: list[Expr] = []
+    known: list[Constraint | bool] = []
+    for con in sorted(next(iter(domain.alts)), key=str):
+        form = con.form
+        used = [atom for atom in form.atoms if atom in idx]
+        if len(used) > 1:
+            raise _refuse("LF-8", f"coverage of '{a.name}' depends on its allocation through "
+                          "a test on two indices", p)
+        if used:
+            atom = used[0]
+            d = idx[atom]
+            lo = a.type.lower[d]
+            worst = AffineForm.constant(lo) if form.coeff(atom) > 0 else \
+                AffineForm.of_atom(Length(a, d)) + (lo - 1)
+            form = form.substitute({atom: worst})
+        if form.is_constant:
+            if form.const < 0:
+                raise _refuse("LF-7", f"the consumer reads elements of '{a.name}' that the "
+                              "producer does not write (the bounds check can never pass)", p)
+            continue
+        tests.append(Binary(BinaryOp.GE, _form_expr(form), Const(0, Scalar.I64)))
+        known.append(ge0(form))
+    check = conj_all(tests) if tests else Const(True, Scalar.BOOL)
+    return check, Dnf.of(*known)
+
+
+def _check_renamed(ctx: _Ctx, c: ParFor, body: Stmt, renamed: frozenset[Var]) -> None:
+    """LF-9: the consumer writes each renamed array at its own iteration on every path,
+    reads it only there and only before writing it; the array is allocatable."""
+    own = tuple(Ref(v) for v in c.vars)
+    for a in sorted(renamed, key=lambda v: v.name):
+        d = _decl(ctx.program, a)
+        if d is None or not d.allocatable:
+            raise _refuse("LF-9", f"renamed array '{a.name}' is not allocatable", c)
+        stores = [s for s in iter_stmts(body) if isinstance(s, Store) and s.array == a]
+        if len(stores) != 1 or tuple(stores[0].index) != own:
+            raise _refuse("LF-9", f"the consumer does not write '{a.name}' once at its own "
+                          "iteration", c)
+        before = _straight_before(body, stores[0])
+        if before is None:
+            raise _refuse("LF-9", f"the consumer's write of '{a.name}' is not on every path",
+                          c)
+        for e in iter_exprs(body):
+            if isinstance(e, Read) and e.array == a and tuple(e.index) != own:
+                raise _refuse("LF-9", f"the consumer reads '{a.name}' at another element "
+                              "than the one it writes", c)
+        after_reads = [x for st in _after(body, stores[0]) for x in iter_exprs(st)
+                       if isinstance(x, Read) and x.array == a]
+        if after_reads:
+            raise _refuse("LF-9", f"the consumer reads '{a.name}' after writing it", c)
+
+
+def _straight_before(body: Stmt, target: Store) -> list[Stmt] | None:
+    """The statements before ``target`` when it lies on the straight-line spine of
+    ``body`` (lets and sequences), else ``None``."""
+    out: list[Stmt] = []
+
+    def walk(s: Stmt) -> bool:
+        if s is target:
+            return True
+        match s:
+            case Let(body=b):
+                out.append(Let(s.var, s.value, Seq(())))
+                return walk(b)
+            case Seq(stmts=ss):
+                for x in ss:
+                    if walk(x):
+                        return True
+                    out.append(x)
+        return False
+
+    return out if walk(body) else None
+
+
+def _after(body: Stmt, target: Store) -> list[Stmt]:
+    """Statements that run after ``target`` on the spine of ``body``."""
+    out: list[Stmt] = []
+
+    def walk(s: Stmt) -> bool:
+        if s is target:
+            return True
+        match s:
+            case Let(body=b):
+                return walk(b)
+            case Seq(stmts=ss):
+                for k, x in enumerate(ss):
+                    if walk(x):
+                        out.extend(ss[k + 1:])
+                        return True
+        return False
+
+    walk(body)
+    return out
+
+
+# ------------------------------------------------------------------------------ chain
+
+
+def _leaves_early(loop: HFor) -> str | None:
+    def walk(s: HostStmt, depth: int) -> str | None:
+        match s:
+            case Break() | Continue() if depth == 0:
+                return type(s).__name__.lower()
+            case HReturn() | HStop():
+                return "return" if isinstance(s, HReturn) else "stop"
+        for ch in host_children(s):
+            r = walk(ch, depth + (1 if isinstance(s, HFor) else 0))
+            if r is not None:
+                return r
+        return None
+
+    return walk(loop.body, 0)
+
+
+def _others(loop: HFor, inner: Sequence[HostStmt]) -> list[HostStmt]:
+    body = loop.body.stmts if isinstance(loop.body, Block) else (loop.body,)
+    return [s for s in body if not any(s is x for x in inner)]
+
+
+def _chain(ctx: _Ctx, ancestors: Sequence[HostStmt], p: ParFor, c: ParFor,
+           inter: tuple[Intermediate, ...], renamed: frozenset[Var]) -> tuple[HFor, ...]:
+    """LF-10..LF-12: the enclosing do loops the fusion relies on, innermost first."""
+    mine = {i.array for i in inter}
+    ptests = expr_vars(*(e for ix in p.indices for e in (ix.start, ix.stop)),
+                       *(g for i in inter for g in i.guards))
+    if ptests & ctx.aliased:
+        bad = sorted(v.name for v in ptests & ctx.aliased)[0]
+        raise _refuse("LF-11", f"the producer's bounds or tests read '{bad}', which may "
+                      "change through another name", p)
+    chain: list[HFor] = []
+    inner: list[HostStmt] = [p, c]
+    k = len(ancestors) - 1
+    holder: HostStmt | None = ancestors[k] if k >= 0 else None
+    if isinstance(holder, Block):
+        k -= 1
+        holder = ancestors[k] if k >= 0 else None
+    while isinstance(holder, HFor):
+        loop = holder
+        why = _loop_problem(ctx, loop, inner, mine, renamed, ptests)
+        if why is not None:
+            if not chain:
+                raise why
+            break
+        chain.append(loop)
+        inner = [loop]
+        k -= 1
+        holder = ancestors[k] if k >= 0 else None
+        if isinstance(holder, Block):
+            k -= 1
+            holder = ancestors[k] if k >= 0 else None
+    if not chain:
+        raise _refuse("LF-10", "the loops are not the body of a do loop (without one, the "
+                      "intermediate arrays would be needed after the fused loop)", p)
+    return tuple(chain)
+
+
+def _loop_problem(ctx: _Ctx, loop: HFor, inner: Sequence[HostStmt], mine: set[Var],
+                  renamed: frozenset[Var], ptests: frozenset[Var]) -> FusionRefused | None:
+    if loop.step is not None and not (isinstance(loop.step, Const) and loop.step.value == 1):
+        return _refuse("LF-10", f"loop '{loop.var.name}' does not have a unit step", loop)
+    if any(isinstance(e, Call) for b in (loop.start, loop.stop) for e in iter_exprs(b)):
+        return _refuse("LF-10", f"the bounds of loop '{loop.var.name}' call a function", loop)
+    early = _leaves_early(loop)
+    if early is not None:
+        return _refuse("LF-10", f"loop '{loop.var.name}' may be left early ({early})", loop)
+    eff = Effects()
+    for s in _others(loop, inner):
+        e = effects(s, ctx.program)
+        if e.unknown is not None:
+            return _refuse("LF-12", f"a statement of loop '{loop.var.name}' has an effect the "
+                           f"pass does not model: {e.unknown}", s)
+        for x in iter_host(s):
+            if isinstance(x, CallProc):
+                from sarek_py.fusion.effects import is_self_contained
+
+                if not is_self_contained(ctx.program.procedure(x.proc), ctx.program):
+                    return _refuse("LF-12", f"loop '{loop.var.name}' calls '{x.proc}', which "
+                                   "is not self-contained", x)
+        eff = eff | e
+    if (eff.defs | eff.reads) & mine:
+        bad = sorted(v.name for v in (eff.defs | eff.reads) & mine)[0]
+        return _refuse("LF-12", f"another statement of loop '{loop.var.name}' uses "
+                       f"intermediate '{bad}'", loop)
+    if loop.var in ptests:
+        return _refuse("LF-11", f"the producer's bounds or tests read loop variable "
+                       f"'{loop.var.name}'", loop)
+    if eff.defs & ptests:
+        bad = sorted(v.name for v in eff.defs & ptests)[0]
+        return _refuse("LF-11", f"loop '{loop.var.name}' assigns '{bad}', which the producer's "
+                       "bounds or tests read", loop)
+    all_defs = effects(loop.body, ctx.program).defs
+    for x in iter_host(loop.body):
+        if isinstance(x, HFor):
+            bvars = expr_vars(x.start, x.stop, x.step)
+            if loop.var in bvars or bvars & all_defs or bvars & ctx.aliased:
+                return _refuse("LF-11", f"the bounds of loop '{x.var.name}' may change between "
+                               f"iterations of loop '{loop.var.name}'", x)
+    for a in renamed:
+        for x in iter_host(loop.body):
+            if isinstance(x, (Allocate, Deallocate)) and x.array == a or \
+                    isinstance(x, PointerAssoc) and a in (x.pointer, x.target) or \
+                    isinstance(x, CallProc) and any(isinstance(e, Ref) and e.var == a
+                                                    for e in x.args):
+                return _refuse("LF-9", f"loop '{loop.var.name}' may change the allocation of "
+                               f"renamed array '{a.name}'", x)
+    return None
+
+
+# ------------------------------------------------------------------------------ cost
+
+
+def _cost(ctx: _Ctx, body: Stmt, inter: tuple[Intermediate, ...],
+          threshold: float) -> CostDecision:
+    items = []
+    for it in inter:
+        reads = sum(1 for e in iter_exprs(body) if isinstance(e, Read) and e.array == it.array)
+        if reads == 0:
+            continue
+        ops = operations(it.value, ctx.helpers)
+        items.append(CostItem(it.array.name, ops, reads, it.array.scalar))
+    return decide(items, threshold)
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def analyse_pair(program: Program, ancestors: Sequence[HostStmt], p: ParFor, c: ParFor,
+                 options: FusionOptions = FusionOptions()) -> Plan:
+    """Prove the fusion of producer ``p`` and consumer ``c`` (adjacent, in that order, in
+    the block ``ancestors[-1]``) or raise :class:`FusionRefused` (LF-1..LF-13)."""
+    ctx = _Ctx(program, _helpers(program), aliased_vars(program))
+    inter = producer_stores(p)
+    mine = frozenset(i.array for i in inter)
+    c_stores = kernel_stores(c.body)
+    renamed = _check_producer(ctx, p, c, inter, c_stores)
+    body = _consumer_body(ctx, c, mine)
+    if not any(isinstance(e, Read) and e.array in mine for e in iter_exprs(body)):
+        raise _refuse("LF-1", "the consumer reads no array the producer assigns", c)
+    if renamed:
+        _check_renamed(ctx, c, body, renamed)
+    chain = _chain(ctx, ancestors, p, c, inter, renamed)
+    check = _coverage(ctx, p, c, body, inter)
+    cost = _cost(ctx, body, inter, options.threshold)
+    if not cost.pays:
+        raise _refuse("LF-13", f"fusion does not pay: {cost}", p)
+    return Plan(p, c, inter, tuple(sorted(renamed, key=lambda v: v.name)), body, chain,
+                check, cost)
+
+
+# ------------------------------------------------------------------- program rewrite
+
+
+@attrs.define
+class _Rewriter:
+    program: Program
+    options: FusionOptions
+    reports: list[PairReport] = attrs.field(factory=list)
+    plans: dict[int, list[tuple[int, Plan]]] = attrs.field(factory=dict)
+
+    def find(self, s: HostStmt, ancestors: list[HostStmt]) -> None:
+        if isinstance(s, Block):
+            k = 0
+            while k + 1 < len(s.stmts):
+                p, c = s.stmts[k], s.stmts[k + 1]
+                if isinstance(p, ParFor) and isinstance(c, ParFor):
+                    try:
+                        plan = analyse_pair(self.program, [*ancestors, s], p, c, self.options)
+                    except FusionRefused as exc:
+                        self.reports.append(PairReport(p, c, refusal=exc))
+                    else:
+                        self.reports.append(PairReport(p, c, plan=plan))
+                        self.plans.setdefault(id(s), []).append((k, plan))
+                        k += 2
+                        continue
+                k += 1
+        for ch in host_children(s):
+            self.find(ch, [*ancestors, s])
+
+
+def fuse_program(program: Program, options: FusionOptions = FusionOptions()
+                 ) -> tuple[Program, list[PairReport]]:
+    """Fuse every adjacent pair of parallel loops the rules allow (LF-1..LF-15); give the
+    new program and a report per pair. ``options.swap`` ping-pongs renamed arrays
+    (specs/ping-pong.md)."""
+    rw = _Rewriter(program, options)
+    rw.find(program.body, [])
+    if not rw.plans:
+        return program, rw.reports
+    from sarek_py.fusion.loop_rewrite import ProgramBuilder
+
+    return ProgramBuilder(program, options, rw.plans).build(), rw.reports
+
+
+__all__ = [
+    "FusionOptions", "Intermediate", "PairReport", "Plan", "analyse_pair", "fuse_program",
+    "producer_stores",
+]
+

@@ -1,0 +1,83 @@
+"""``sarek-py opt FILE -p PASS [-p PASS …]``: run named passes, print the module (INL-12).
+
+The module is checked before and after the pipeline (a pass that produced an ill-formed
+program would be a bug, reported as an error rather than printed). ``--notes`` prints on
+standard error what the passes left alone and why (e.g. calls not inlined, with the rule).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sarek_py.cli import UsageError, command, load_checked, read_source
+from sarek_py.fusion.passes import PASSES, run_pipeline
+from sarek_py.ir.printer import print_module
+from sarek_py.ir.typecheck import check_module
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="a .sk file ('-' for standard input)")
+    p.add_argument("-p", "--pass", dest="passes", action="append", default=[],
+                   metavar="NAME",
+                   help="a pass to run (repeatable, or comma separated); passes: "
+                        + ", ".join(sorted(PASSES)))
+    p.add_argument("--notes", action="store_true",
+                   help="print on stderr what the passes left alone, and why")
+    # host programs (a file with a 'program'): the loop passes (sarek_py/fusion/loop_opt.py)
+    p.add_argument("--gpu-loop-transforms", default="all", metavar="all|none|fuse,swap",
+                   help="loop transforms of host programs: all (default), none, or a "
+                        "comma-separated list of fuse and swap")
+    p.add_argument("--fusion-threshold", type=float, default=64.0, metavar="OPS",
+                   help="host programs: most extra operations per byte removed for a loop "
+                        "fusion (default 64)")
+    p.add_argument("--dump-dir", metavar="DIR",
+                   help="host programs: write the program after each pass and the emitted "
+                        "kernel sources into DIR")
+
+
+def pipeline_names(items: list[str]) -> list[str]:
+    """``["inline", "a,b"]`` → ``["inline", "a", "b"]``; an empty pipeline is a usage error."""
+    names = [n.strip() for it in items for n in it.split(",") if n.strip()]
+    if not names:
+        raise UsageError("name at least one pass with -p (passes: "
+                         + ", ".join(sorted(PASSES)) + ")")
+    return names
+
+
+@command("opt", "run IR passes (inline, …) on a .sk file and print the result", _configure)
+def _opt(args: argparse.Namespace) -> int:
+    if args.file != "-" and args.file.endswith(".sk"):
+        from sarek_py.fusion import loop_opt
+
+        if loop_opt.looks_like_program(read_source(args.file)):
+            return _opt_program(args)
+    names = pipeline_names(args.passes)
+    m = load_checked(args.file)
+    notes: list[str] = []
+    out = run_pipeline(m, names, notes)
+    check_module(out)
+    text = print_module(out)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if args.notes:
+        for line in notes:
+            print(f"note: {line}", file=sys.stderr)
+    return 0
+
+
+def _opt_program(args: argparse.Namespace) -> int:
+    """A host program: the loop passes (LF-16, ``sarek_py.fusion.loop_opt``)."""
+    from sarek_py.fusion.loop_opt import LoopOptionError, opt_program_file
+    from sarek_py.launch.program_text import print_program
+
+    names = [n.strip() for it in args.passes for n in it.split(",") if n.strip()]
+    try:
+        res = opt_program_file(args.file, names, args.gpu_loop_transforms, args.dump_dir,
+                               args.fusion_threshold)
+    except LoopOptionError as exc:
+        raise UsageError(exc.message) from None
+    sys.stdout.write(print_program(res.program))
+    if args.notes:
+        for line in res.notes:
+            print(f"note: {line}", file=sys.stderr)
+    return 0

@@ -1,0 +1,237 @@
+"""Fusion of a straight-line sequence of launches (specs/fusion-legality.md, LEG-10).
+
+:class:`KernelLaunch` is the small launch record the fusion needs: the kernel, its thread
+count and block size, and what is bound to each parameter (a buffer name or a numpy array
+for an array parameter, a value for a scalar). The full launch node of the host program
+(seed 001) is richer; it converts to this record.
+
+:func:`fuse_launches` walks the launches in order and fuses every adjacent
+producer/consumer pair that is legal, deriving ``shared`` and the intermediate array from
+the buffers bound; a fused launch is tried again as the producer of the next launch, so
+chains fuse. It returns the new launches and a report with a decision per pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TypeGuard
+
+import attrs
+import numpy as np
+
+from sarek_py.fusion.policy import Target, contraction_refusal
+from sarek_py.fusion.refusal import FusionRefused
+from sarek_py.ir.diagnostics import SarekError
+from sarek_py.ir.nodes import EXPR_TYPES, Expr, Kernel, Ref
+from sarek_py.launch.host_eval import host_eval
+from sarek_py.launch.launch import Launch, Sync
+from sarek_py.launch.program import Block, HAssign, Program
+
+ArgValue = str | int | float | bool | np.ndarray | np.generic | Expr
+"""A launch argument: a buffer name or a numpy array (arrays), a value or a symbolic host
+expression (scalars)."""
+
+
+def is_symbolic(v: object) -> TypeGuard[Expr]:
+    """Whether a launch value is a symbolic host expression (LEG-12)."""
+    return isinstance(v, EXPR_TYPES)
+
+
+def _frozen_args(m: Mapping[str, ArgValue]) -> Mapping[str, ArgValue]:
+    return dict(m)
+
+
+@attrs.frozen(eq=False)
+class KernelLaunch:
+    """One launch: ``threads`` threads (ids ``0 .. threads-1``) in blocks of ``block``.
+
+    ``args`` maps every parameter name of ``kernel`` to a buffer name (``str``) or a
+    numpy array for an array parameter (two numpy arrays are the same buffer when they
+    are the same view of one base array), and to a Python or numpy scalar for a scalar
+    parameter. ``threads`` and scalar arguments may also be *symbolic*: an IR expression
+    over host variables whose values are not known but do not change between the
+    launches looked at together (LEG-12).
+    """
+
+    kernel: Kernel
+    threads: int | Expr
+    block: int = 256
+    args: Mapping[str, ArgValue] = attrs.field(factory=dict, converter=_frozen_args)
+
+
+@attrs.frozen
+class Decision:
+    """What :func:`fuse_launches` did with one adjacent pair of launches."""
+
+    producer: str
+    consumer: str
+    fused: bool
+    rule: str | None = None
+    reason: str | None = None
+    kernel: str | None = None
+
+    def __str__(self) -> str:
+        if self.fused:
+            return f"{self.producer} -> {self.consumer}: fused into {self.kernel}"
+        return f"{self.producer} -> {self.consumer}: not fused: [{self.rule}] {self.reason}"
+
+
+def fused_launch(p: KernelLaunch, c: KernelLaunch, fused: Kernel,
+                 shared: Mapping[str, str]) -> KernelLaunch:
+    """The launch of ``fused``: P's geometry, P's arguments, C's unshared ones, ``ep_tc``."""
+    args: dict[str, ArgValue] = {"p_" + k: v for k, v in p.args.items()}
+    args.update({"c_" + k: v for k, v in c.args.items() if k not in shared})
+    args["ep_tc"] = c.threads
+    return KernelLaunch(fused, p.threads, p.block, args)
+
+
+def fuse_pair(p: KernelLaunch, c: KernelLaunch, name: str | None = None) -> KernelLaunch:
+    """Fuse two launches, or raise :class:`FusionRefused` (LEG-1..LEG-7)."""
+    from sarek_py.fusion.epilogue import fuse
+    from sarek_py.fusion.legality import check_launches
+
+    plan = check_launches(p, c)
+    k = fuse(p.kernel, c.kernel, shared=plan.shared, p_array=plan.p_array, name=name)
+    return fused_launch(p, c, k, plan.shared)
+
+
+def fuse_launches(
+    launches: Sequence[KernelLaunch],
+    *,
+    target: Target | None = None,
+    force: bool = False,
+) -> tuple[list[KernelLaunch], list[Decision]]:
+    """Fuse every legal adjacent producer/consumer pair of ``launches`` (LEG-10).
+
+    Unfused launches keep their order; a fused launch replaces its pair and is tried as
+    the producer of the next launch. The report has one :class:`Decision` per pair
+    looked at. With a ``target`` whose contraction is on, nothing is fused unless
+    ``force`` (LEG-9).
+    """
+    out: list[KernelLaunch] = []
+    report: list[Decision] = []
+    if not launches:
+        return out, report
+    policy = contraction_refusal(target, force=force) if target is not None else None
+    cur = launches[0]
+    for nxt in launches[1:]:
+        pn, cn = cur.kernel.name, nxt.kernel.name
+        if policy is not None:
+            report.append(Decision(pn, cn, False, policy.rule, policy.reason))
+            out.append(cur)
+            cur = nxt
+            continue
+        try:
+            cur = fuse_pair(cur, nxt)
+        except FusionRefused as r:
+            report.append(Decision(pn, cn, False, r.rule, r.reason))
+            out.append(cur)
+            cur = nxt
+        else:
+            report.append(Decision(pn, cn, True, kernel=cur.kernel.name))
+    out.append(cur)
+    return out, report
+
+
+@attrs.frozen
+class Segment:
+    """A straight-line run of launches of a host program, and why the run ended there
+    (``None`` at the end of the program)."""
+
+    launches: tuple[KernelLaunch, ...]
+    break_reason: str | None = None
+
+
+def program_segments(program: Program) -> list[Segment]:
+    """The runs of launches of ``program``'s top-level statements that can be fused.
+
+    Host scalars with values known from their declarations and assignments are
+    evaluated, the others stay symbolic (LEG-12); a launch is a :class:`KernelLaunch`
+    with array arguments named by their host variables. A ``sync`` does not end a run;
+    any other host statement does (it may read or change the buffers or the scalars),
+    and so does a launch whose block size is not known or that passes an array that may
+    alias another (pointer, target).
+    """
+    env: dict[str, object] = {}
+    for d in program.decls:
+        if d.init is not None:
+            try:
+                env[d.var.name] = host_eval(d.init, env)
+            except SarekError:
+                pass
+    stmts = program.body.stmts if isinstance(program.body, Block) else (program.body,)
+    aliased = frozenset(d.var.name for d in program.decls if d.may_alias)
+    return host_segments(stmts, env, aliased)
+
+
+def host_segments(stmts: Sequence[object], env: dict[str, object] | None = None,
+                  aliased: frozenset[str] = frozenset()) -> list[Segment]:
+    """The runs of launches of a sequence of host statements (see
+    :func:`program_segments`); ``env`` holds the host scalars whose values are known (it
+    is updated by assignments), ``aliased`` the host arrays that may alias another. The
+    launch lists of :mod:`sarek_py.launch.text` (``launch k(args) threads e block e``,
+    host variables without values) go through here with every scalar symbolic."""
+    env = {} if env is None else env
+    out: list[Segment] = []
+    run: list[KernelLaunch] = []
+
+    def close(reason: str | None) -> None:
+        nonlocal run
+        if run or reason is not None:
+            out.append(Segment(tuple(run), reason))
+        run = []
+
+    for s in stmts:
+        if isinstance(s, Sync):
+            continue
+        if isinstance(s, HAssign):
+            try:
+                env[s.var.name] = host_eval(s.value, env)
+            except SarekError:
+                env.pop(s.var.name, None)
+            if run:
+                close(f"host assignment to {s.var.name}")
+            continue
+        if not isinstance(s, Launch):
+            if run:
+                close(f"host statement ({type(s).__name__}) between launches")
+            continue
+        try:
+            run.append(kernel_launch(s, env, aliased))
+        except SarekError as exc:
+            close(f"launch of {s.kernel.name}: {exc.message}")
+    close(None)
+    return [seg for seg in out if seg.launches or seg.break_reason]
+
+
+def kernel_launch(s: Launch, env: Mapping[str, object],
+                  aliased: frozenset[str] = frozenset()) -> KernelLaunch:
+    """The :class:`KernelLaunch` of a host launch node (seed 001's ``GpuKernelLaunch``):
+    array arguments named by their host variables, scalars and the thread count evaluated
+    in ``env`` where known, symbolic otherwise; the block size must be known."""
+    args: dict[str, ArgValue] = {}
+    for prm, a in zip(s.kernel.params, s.args, strict=True):
+        if prm.is_array:
+            assert isinstance(a, Ref)
+            if a.var.name in aliased:
+                raise SarekError(f"{a.var.name} may alias another array")
+            args[prm.name] = a.var.name
+        else:
+            args[prm.name] = _value_or_symbol(a, env)
+    threads = _value_or_symbol(s.thread_count, env)
+    if is_symbolic(threads):
+        count: int | Expr = threads
+    elif isinstance(threads, (int, np.integer)):
+        count = int(threads)
+    else:
+        raise SarekError("the thread count is not an integer")
+    return KernelLaunch(s.kernel, count, int(host_eval(s.block_size, env)), args)
+
+
+def _value_or_symbol(e: Expr, env: Mapping[str, object]) -> ArgValue:
+    """The value of host expression ``e`` if known, else ``e`` itself (symbolic)."""
+    try:
+        v = host_eval(e, env)
+    except SarekError:
+        return e
+    return int(v) if isinstance(v, np.integer) else v

@@ -1,0 +1,239 @@
+"""A lossless S-expression dump of the IR, in the style of seed 001 (TXT-23, TXT-24).
+
+``to_sexp`` writes every field of every node (locations excepted), variables with their
+ids, in the notation of the seed's ASR documents::
+
+    (Kernel
+      :name "saxpy"
+      :params [
+        (Var :name "x" :id 3 :type (ArrayType :elem :f32 :space :global :lower [0] :shape [nil]) :mutable false)
+        …
+      ]
+      :body (Let …)
+    )
+
+``from_sexp`` reads it back to an equal tree (ids included), so the dump loses nothing.
+The dump is generic over the ``attrs`` fields of the node classes: a new node kind needs
+no change here beyond being listed in ``NODE_CLASSES``.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from typing import Any
+
+import attrs
+
+from sarek_py.ir import nodes
+from sarek_py.ir.diagnostics import ParseError
+from sarek_py.ir.nodes import BinaryOp, Loc, UnaryOp, Var, reserve_ids
+from sarek_py.ir.types import ArrayType, MemSpace, Scalar
+
+#: the classes a dump may name, by name
+NODE_CLASSES: dict[str, type] = {
+    c.__name__: c
+    for c in (*nodes.EXPR_TYPES, *nodes.STMT_TYPES, nodes.HelperFunc, nodes.Kernel,
+              nodes.Module, Var, ArrayType)
+}
+
+
+def _enum_word(m: enum.Enum) -> str:
+    return m.name if isinstance(m, (UnaryOp, BinaryOp)) else str(m.value)
+
+
+#: enum members by the keyword that spells them (``:f32``, ``:shared``, ``:ADD``)
+ENUM_WORDS: dict[str, enum.Enum] = {}
+for _cls in (Scalar, MemSpace, UnaryOp, BinaryOp):
+    for _m in _cls:
+        assert _enum_word(_m) not in ENUM_WORDS, _m
+        ENUM_WORDS[_enum_word(_m)] = _m
+
+WIDTH = 100
+
+
+def _fields(x: Any) -> list[tuple[str, Any]]:
+    return [(f.name, getattr(x, f.name)) for f in attrs.fields(type(x)) if f.name != "loc"]
+
+
+def _atom(x: Any) -> str | None:
+    """The text of a value that is not a node or a list, else None."""
+    if x is None:
+        return "nil"
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, enum.Enum):
+        return ":" + _enum_word(x)
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "nan"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return repr(x)
+    if isinstance(x, str):
+        return json.dumps(x, ensure_ascii=False)
+    return None
+
+
+class _Writer:
+    """Renders one dump; remembers the one-line text of each subtree (by identity) so
+    that deciding where to break lines stays linear in the size of the tree."""
+
+    def __init__(self) -> None:
+        self.flats: dict[int, str] = {}
+        self.keep: list[Any] = []  # keeps the cached objects (and so their ids) alive
+
+    def flat(self, x: Any) -> str:
+        a = _atom(x)
+        if a is not None:
+            return a
+        key = id(x)
+        if key in self.flats:
+            return self.flats[key]
+        if isinstance(x, tuple):
+            text = "[" + " ".join(self.flat(y) for y in x) + "]"
+        elif type(x).__name__ in NODE_CLASSES:
+            parts = [type(x).__name__, *(f":{n} {self.flat(v)}" for n, v in _fields(x))]
+            text = "(" + " ".join(parts) + ")"
+        else:
+            raise TypeError(f"cannot dump {x!r}")
+        self.flats[key] = text
+        self.keep.append(x)
+        return text
+
+    def render(self, x: Any, ind: int) -> str:
+        flat = self.flat(x)
+        if ind + len(flat) <= WIDTH or _atom(x) is not None:
+            return flat
+        pad = " " * (ind + 2)
+        if isinstance(x, tuple):
+            items = "".join(f"{pad}{self.render(y, ind + 2)}\n" for y in x)
+            return "[\n" + items + " " * ind + "]"
+        lines = [f"({type(x).__name__}"]
+        for n, v in _fields(x):
+            lines.append(f"{pad}:{n} {self.render(v, ind + 2)}")
+        return "\n".join(lines) + "\n" + " " * ind + ")"
+
+
+def to_sexp(node: Any) -> str:
+    """The S-expression dump of a node (module, kernel, helper, statement, expression,
+    variable or type), indented, one field a line where it does not fit on one."""
+    return _Writer().render(node, 0)
+
+
+# -------------------------------------------------------------------------------- reading
+
+
+class _Reader:
+    def __init__(self, text: str, filename: str):
+        self.text, self.filename = text, filename
+        self.pos, self.line, self.col = 0, 1, 1
+        self.max_id = 0
+
+    def error(self, msg: str, line: int | None = None, col: int | None = None) -> ParseError:
+        return ParseError(msg, Loc(self.filename, line or self.line, col or self.col), self.text)
+
+    def _skip(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos] in " \t\r\n":
+            self._step(1)
+
+    def _step(self, n: int) -> None:
+        for ch in self.text[self.pos:self.pos + n]:
+            if ch == "\n":
+                self.line, self.col = self.line + 1, 1
+            else:
+                self.col += 1
+        self.pos += n
+
+    def _word(self) -> str:
+        start = self.pos
+        while self.pos < len(self.text) and self.text[self.pos] not in " \t\r\n()[]\"":
+            self._step(1)
+        return self.text[start:self.pos]
+
+    def value(self) -> Any:
+        self._skip()
+        if self.pos >= len(self.text):
+            raise self.error("unexpected end of S-expression")
+        ch = self.text[self.pos]
+        line, col = self.line, self.col
+        if ch == "(":
+            self._step(1)
+            return self.node(line, col)
+        if ch == "[":
+            self._step(1)
+            items: list[Any] = []
+            while True:
+                self._skip()
+                if self.text.startswith("]", self.pos):
+                    self._step(1)
+                    return tuple(items)
+                items.append(self.value())
+        if ch == '"':
+            decoder = json.JSONDecoder()
+            try:
+                s, end = decoder.raw_decode(self.text, self.pos)
+            except json.JSONDecodeError:
+                raise self.error("bad string literal") from None
+            self._step(end - self.pos)
+            return s
+        word = self._word()
+        if not word:
+            raise self.error(f"unexpected '{ch}'")
+        return self.atom(word, line, col)
+
+    def atom(self, word: str, line: int, col: int) -> Any:
+        fixed = {"nil": None, "true": True, "false": False, "nan": math.nan,
+                 "inf": math.inf, "-inf": -math.inf}
+        if word in fixed:
+            return fixed[word]
+        if word.startswith(":"):
+            if word[1:] in ENUM_WORDS:
+                return ENUM_WORDS[word[1:]]
+            raise self.error(f"unknown keyword '{word}'", line, col)
+        try:
+            if any(c in word for c in ".eE"):
+                return float(word)
+            return int(word)
+        except ValueError:
+            raise self.error(f"unknown atom '{word}'", line, col) from None
+
+    def node(self, line: int, col: int) -> Any:
+        name = self._word()
+        if name not in NODE_CLASSES:
+            raise self.error(f"unknown node '{name}'", line, col)
+        cls = NODE_CLASSES[name]
+        kwargs: dict[str, Any] = {}
+        while True:
+            self._skip()
+            if self.text.startswith(")", self.pos):
+                self._step(1)
+                break
+            fline, fcol = self.line, self.col
+            key = self._word()
+            if not key.startswith(":") or len(key) < 2:
+                raise self.error(f"expected ':field' or ')' in {name}, found '{key}'",
+                                 fline, fcol)
+            kwargs[key[1:]] = self.value()
+        try:
+            obj = cls(**kwargs)
+        except (TypeError, ValueError) as exc:
+            raise self.error(f"bad {name}: {exc}", line, col) from None
+        if isinstance(obj, Var):
+            self.max_id = max(self.max_id, obj.id)
+        return obj
+
+
+def from_sexp(text: str, filename: str = "<sexp>") -> Any:
+    """The node a :func:`to_sexp` dump describes (ids as written; later fresh ids are
+    above them)."""
+    r = _Reader(text, filename)
+    node = r.value()
+    r._skip()
+    if r.pos != len(text):
+        raise r.error("unexpected text after the S-expression")
+    reserve_ids(r.max_id)
+    return node

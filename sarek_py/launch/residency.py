@@ -1,0 +1,221 @@
+"""Device-resident arrays for host programs that launch kernels (specs/offload.md, OFF-3,
+OFF-5, OFF-7).
+
+:class:`Residency` keeps a device buffer per host array: an array goes to the device when
+a launch needs it and the host changed it (unless the launch overwrites it whole), and
+comes back when a host statement names it. A host access to an array that a launch writes
+before a ``sync`` waited for that launch is an error: it shows a missing sync.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+
+from sarek_py.ir.nodes import Kernel, Loc, Ref, Var
+from sarek_py.launch.launch import Launch
+from sarek_py.launch.program import (
+    Block,
+    CallProc,
+    HFor,
+    HIf,
+    HostError,
+    HostStmt,
+    HStore,
+    ParFor,
+    expr_vars,
+    kernel_stores,
+    named_vars,
+)
+from sarek_py.launch.runtime.base import (
+    Backend,
+    DeviceArray,
+    can_stop,
+    scalar_value,
+    written_arrays,
+)
+
+if TYPE_CHECKING:
+    from sarek_py.launch.host_interp import Frame
+
+
+class StopRequest(Exception):
+    """A launch stopped: the program stops with ``code`` (OFF-5)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@attrs.define(eq=False)
+class _Entry:
+    """A host array and its device buffer: which copy is current, and whether a launch not
+    waited for yet writes the buffer."""
+
+    host: np.ndarray[Any, Any]
+    dev: DeviceArray
+    host_valid: bool = True
+    dev_valid: bool = False
+    pending_write: bool = False
+
+
+@attrs.define(eq=False)
+class _PendingStop:
+    launch: Launch
+    status: DeviceArray
+    threads: int
+
+
+class Residency:
+    """Device-resident arrays for an offloaded program (OFF-3): an array goes to the device
+    when a launch needs it and the host changed it, and comes back when a host statement
+    names it; a host statement that needs an array a launch writes before a sync waited for
+    that launch is an error (it shows a missing sync, OFF-7)."""
+
+    def __init__(self, backend: Backend, check_races: bool) -> None:
+        self.backend = backend
+        self.check_races = check_races
+        self.entries: dict[int, _Entry] = {}
+        self.stops: list[_PendingStop] = []
+        #: per kernel (by identity): whether it can stop, the parameters it writes
+        self.facts: dict[int, tuple[Kernel, bool, frozenset[str]]] = {}
+
+    def kernel_facts(self, k: Kernel) -> tuple[bool, frozenset[str]]:
+        got = self.facts.get(id(k))
+        if got is None or got[0] is not k:
+            got = (k, can_stop(k), written_arrays(k))
+            self.facts[id(k)] = got
+        return got[1], got[2]
+
+    def entry(self, arr: np.ndarray[Any, Any]) -> _Entry:
+        e = self.entries.get(id(arr))
+        if e is None:
+            e = _Entry(arr, self.backend.allocate(arr.shape, arr.dtype))
+            self.entries[id(arr)] = e
+        return e
+
+    def forget(self, arr: Any) -> None:
+        self.entries.pop(id(arr), None)
+
+    def host_needs(self, arr: Any, name: str, write: bool, loc: Loc | None) -> None:
+        if not isinstance(arr, np.ndarray):
+            return
+        e = self.entries.get(id(arr))
+        if e is None:
+            return
+        if not e.host_valid:
+            if e.pending_write:
+                raise HostError(f"the host needs '{name}', which a launch writes, before a "
+                                "sync waited for it", loc)
+            self.backend.copy_out(e.dev, e.host)
+            e.host_valid = True
+        if write:
+            e.dev_valid = False
+
+    def before(self, s: HostStmt, f: Frame) -> None:
+        """Bring back what a host statement names; mark what it may write stale."""
+        writes: set[Var] = set()
+        match s:
+            case HIf(cond=c):
+                names: set[Var] = set(expr_vars(c))
+            case HFor(start=a, stop=b, step=st):
+                names = set(expr_vars(a, b, st))
+            case Block():
+                return
+            case CallProc():
+                names = set(named_vars(s)) | {v for v in f.own_vars() if v.is_array}
+                writes = names
+            case HStore(array=a):
+                names, writes = set(named_vars(s)), {a}
+            case ParFor(body=body):
+                names, writes = set(named_vars(s)), set(kernel_stores(body))
+            case _:
+                names = set(named_vars(s))
+        for v in names:
+            if v.is_array:
+                try:
+                    arr = f.get_var(v)
+                except HostError:
+                    continue
+                self.host_needs(arr, v.name, v in writes, s.loc)
+
+    def launch(self, evaluate: Callable[..., Any], s: Launch,
+               f: Frame) -> None:
+        """Start ``s`` (OFF-3, OFF-4): ``evaluate(expr, frame)`` gives the value of a host
+        expression; arrays go to the device only when their device copy is stale and the
+        launch does not overwrite them whole."""
+        k = s.kernel
+        stoppable, written = self.kernel_facts(k)
+        threads = int(evaluate(s.thread_count, f))
+        block = int(evaluate(s.block_size, f))
+        discard: set[int] = set()
+        for v, c in zip(s.overwritten, s.overwritten_if, strict=True):
+            if bool(evaluate(c, f)):
+                discard.add(id(f.get_var(v)))
+        scratch = {x.argument: int(evaluate(x.size, f)) for x in s.scratch}
+        args: dict[str, DeviceArray | np.generic] = {}
+        touched: list[tuple[_Entry, bool]] = []
+        for pos, (p, a) in enumerate(zip(k.params, s.args, strict=True)):
+            if pos in scratch:
+                buf = self.backend.allocate((scratch[pos],), p.scalar.dtype)
+                args[p.name] = buf
+                continue
+            if p.is_array:
+                assert isinstance(a, Ref)
+                arr = f.get_var(a.var)
+                if not isinstance(arr, np.ndarray):
+                    raise HostError(f"launch of {k.name}: array '{a.var.name}' is not "
+                                    "allocated", s.loc)
+                e = self.entry(arr)
+                if not e.dev_valid:
+                    if id(arr) in discard and not e.pending_write:
+                        self.backend.stats.bytes_discarded += arr.nbytes
+                    else:
+                        self.backend.copy_in(e.dev, np.ascontiguousarray(arr))
+                    e.dev_valid = True
+                args[p.name] = e.dev
+                touched.append((e, p.name in written))
+            else:
+                args[p.name] = scalar_value(p.scalar, evaluate(a, f),
+                                            f"launch of {k.name}: argument {p.name}")
+        status = None
+        if stoppable and threads > 0:
+            status = self.backend.allocate((threads,), np.int32)
+            self.backend.copy_in(status, np.zeros(threads, np.int32))
+            assert s.stop_status is not None
+            self.stops.append(_PendingStop(s, status, threads))
+        self.backend.launch(k, args, threads, block, status, check_races=self.check_races)
+        for e, w in touched:
+            if w:
+                e.host_valid = False
+                e.pending_write = True
+
+    def sync(self, f: Frame) -> None:
+        self.backend.sync()
+        for e in self.entries.values():
+            e.pending_write = False
+        stops, self.stops = self.stops, []
+        for st in stops:
+            codes = np.zeros(st.threads, np.int32)
+            self.backend.copy_out(st.status, codes)
+            assert st.launch.stop_status is not None
+            f.set_var(st.launch.stop_status, codes)
+            hit = np.flatnonzero(codes)
+            if hit.size:
+                code = int(codes[hit[0]])
+                if not any(r.code == code for r in st.launch.stop_replay):
+                    raise HostError(f"kernel {st.launch.kernel.name} stopped with code {code}, "
+                                    "which no replay handles", st.launch.loc)
+                raise StopRequest(code)
+
+    def finish(self) -> None:
+        """At the end of the program: wait, and bring every array back."""
+        self.backend.sync()
+        for e in self.entries.values():
+            e.pending_write = False
+            if not e.host_valid:
+                self.backend.copy_out(e.dev, e.host)
+                e.host_valid = True

@@ -1,0 +1,101 @@
+"""The CUDA backend (PyCUDA, imported lazily) (specs/launch.md, LCH-14).
+
+Kernels are emitted as CUDA C, compiled to PTX by our own nvcc call
+(:func:`sarek_py.codegen.nvcc.compile_ptx`: no contraction, IEEE division and square root,
+the device's own architecture, cached on disk) and loaded with the driver. Without PyCUDA,
+without a driver or without a GPU the backend cannot be created and says why in one
+sentence (:class:`~sarek_py.ir.diagnostics.BackendUnavailable`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from sarek_py.codegen.cstyle import Emitted, emit
+from sarek_py.codegen.cuda import CUDA
+from sarek_py.codegen.nvcc import compile_ptx
+from sarek_py.ir.diagnostics import BackendUnavailable
+from sarek_py.ir.nodes import Kernel
+from sarek_py.launch.runtime.args import kernel_arguments
+from sarek_py.launch.runtime.base import Backend, DeviceArray, LaunchError
+
+
+def _import_driver() -> Any:
+    try:
+        import pycuda.driver as drv
+    except ImportError:
+        raise BackendUnavailable(
+            "PyCUDA is not installed (pip install 'sarek_py[cuda]' on a machine with a CUDA "
+            "driver), so the cuda backend cannot run.") from None
+    except Exception as exc:  # pycuda present but libcuda missing
+        raise BackendUnavailable(f"PyCUDA cannot load the CUDA driver ({exc}).") from None
+    try:
+        drv.init()
+        count = drv.Device.count()
+    except Exception as exc:
+        raise BackendUnavailable(f"the CUDA driver cannot start ({exc}).") from None
+    if count < 1:
+        raise BackendUnavailable("the CUDA driver found no GPU.")
+    return drv
+
+
+class CudaBackend(Backend):
+    """Kernels as CUDA C on GPU 0, through PyCUDA."""
+
+    name = "cuda"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.drv = _import_driver()
+        self.device = self.drv.Device(0)
+        self.context = self.device.retain_primary_context()
+        self.context.push()
+        major, minor = self.device.compute_capability()
+        self.arch = f"sm_{major}{minor}"
+        self._functions: dict[str, tuple[Emitted, Any, Any]] = {}
+
+    @property
+    def device_name(self) -> str:
+        return f"{self.device.name()} ({self.arch})"
+
+    def compiled(self, kernel: Kernel) -> tuple[Emitted, Any]:
+        em = emit(kernel, CUDA)
+        hit = self._functions.get(em.source)
+        if hit is None:
+            module = self.drv.module_from_buffer(compile_ptx(em.source, self.arch).encode())
+            hit = (em, module, module.get_function(em.abi.name))
+            self._functions[em.source] = hit
+        return hit[0], hit[2]
+
+    def _alloc(self, nbytes: int) -> Any:
+        return self.drv.mem_alloc(max(nbytes, 4))
+
+    def _write(self, handle: Any, host: NDArray[Any]) -> None:
+        self.drv.memcpy_htod(handle, host)
+
+    def _read(self, handle: Any, host: NDArray[Any]) -> None:
+        self.drv.memcpy_dtoh(host, handle)
+
+    def _fill(self, handle: Any, nbytes: int, byte: int) -> None:
+        self.drv.memset_d8(handle, byte, nbytes)
+
+    def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
+                threads: int, block: int, status: DeviceArray | None,
+                check_races: bool) -> None:
+        limit = int(self.device.get_attribute(
+            self.drv.device_attribute.MAX_THREADS_PER_BLOCK))
+        if block > limit:
+            raise LaunchError(f"kernel {kernel.name}: block size {block} exceeds the "
+                              f"device's limit of {limit} threads")
+        em, fn = self.compiled(kernel)
+        values = kernel_arguments(em.abi, kernel, args, threads, status,
+                                  lambda d: d.handle, np.uint8)
+        blocks = -(-threads // block)
+        fn(*values, block=(block, 1, 1), grid=(blocks, 1))
+
+    def sync(self) -> None:
+        self.drv.Context.synchronize()

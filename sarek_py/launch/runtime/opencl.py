@@ -1,0 +1,127 @@
+"""The OpenCL backend (PyOpenCL; PoCL on the CPU here) (specs/launch.md, LCH-13).
+
+Programs are built once per source with :data:`~sarek_py.codegen.opencl.BUILD_OPTIONS`
+(correctly rounded single-precision division and square root, no contraction, no fast
+math) and kept in a process-wide cache, since a PoCL build takes most of a second.
+Launches go to an in-order queue and do not wait; :meth:`OpenCLBackend.sync` does.
+``$SAREK_OPENCL_DEVICE`` picks a device whose platform or device name contains it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from sarek_py.codegen.cstyle import Emitted, emit
+from sarek_py.codegen.opencl import BUILD_OPTIONS, OPENCL
+from sarek_py.ir.diagnostics import BackendUnavailable
+from sarek_py.ir.nodes import Kernel
+from sarek_py.launch.runtime.args import kernel_arguments
+from sarek_py.launch.runtime.base import Backend, DeviceArray, LaunchError
+
+#: built programs by (context id, source): shared by every backend object of the process
+_PROGRAMS: dict[tuple[int, str], Any] = {}
+
+
+def _import_cl() -> Any:
+    try:
+        import pyopencl
+    except ImportError:
+        raise BackendUnavailable(
+            "PyOpenCL is not installed (pip install pyopencl), so the opencl backend "
+            "cannot run.") from None
+    return pyopencl
+
+
+def _pick_device(cl: Any) -> Any:
+    try:
+        platforms = cl.get_platforms()
+    except Exception:  # pyopencl raises LogicError/RuntimeError without any ICD
+        platforms = []
+    want = os.environ.get("SAREK_OPENCL_DEVICE", "").lower()
+    found: list[Any] = []
+    for p in platforms:
+        try:
+            devices = p.get_devices()
+        except Exception:
+            continue
+        for d in devices:
+            if want and want not in (p.name + " " + d.name).lower():
+                continue
+            found.append(d)
+    if not found:
+        raise BackendUnavailable(
+            "no OpenCL platform with a device was found (install an OpenCL driver such as "
+            "the Debian package pocl-opencl-icd)." if not want else
+            f"no OpenCL device matches SAREK_OPENCL_DEVICE={want!r}.")
+    gpus = [d for d in found if d.type & cl.device_type.GPU]
+    return (gpus or found)[0]
+
+
+class OpenCLBackend(Backend):
+    """Kernels as OpenCL C on the first OpenCL device (a GPU when there is one)."""
+
+    name = "opencl"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cl = _import_cl()
+        self.device = _pick_device(self.cl)
+        self.context = self.cl.Context([self.device])
+        self.queue = self.cl.CommandQueue(self.context)
+        self._kernels: dict[tuple[str, str], Any] = {}
+
+    @property
+    def device_name(self) -> str:
+        return f"{self.device.platform.name}: {self.device.name}"
+
+    def program(self, source: str) -> Any:
+        """The built program of ``source`` (built once per context)."""
+        key = (id(self.context), source)
+        prg = _PROGRAMS.get(key)
+        if prg is None:
+            prg = self.cl.Program(self.context, source).build(options=list(BUILD_OPTIONS))
+            _PROGRAMS[key] = prg
+        return prg
+
+    def compiled(self, kernel: Kernel) -> tuple[Emitted, Any]:
+        em = emit(kernel, OPENCL)
+        key = (em.source, em.abi.name)
+        k = self._kernels.get(key)
+        if k is None:
+            k = getattr(self.program(em.source), em.abi.name)
+            self._kernels[key] = k
+        return em, k
+
+    def _alloc(self, nbytes: int) -> Any:
+        return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size=max(nbytes, 4))
+
+    def _write(self, handle: Any, host: NDArray[Any]) -> None:
+        self.cl.enqueue_copy(self.queue, handle, host, is_blocking=True)
+
+    def _read(self, handle: Any, host: NDArray[Any]) -> None:
+        self.cl.enqueue_copy(self.queue, host, handle, is_blocking=True)
+
+    def _fill(self, handle: Any, nbytes: int, byte: int) -> None:
+        self.cl.enqueue_fill_buffer(self.queue, handle, np.uint8(byte), 0, nbytes)
+
+    def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
+                threads: int, block: int, status: DeviceArray | None,
+                check_races: bool) -> None:
+        limit = int(self.device.max_work_group_size)
+        if block > limit:
+            raise LaunchError(f"kernel {kernel.name}: block size {block} exceeds the "
+                              f"device's limit of {limit} work-items")
+        em, k = self.compiled(kernel)
+        values = kernel_arguments(em.abi, kernel, args, threads, status,
+                                  lambda d: d.handle, np.uint8)
+        k.set_args(*values)
+        blocks = -(-threads // block)
+        self.cl.enqueue_nd_range_kernel(self.queue, k, (blocks * block,), (block,))
+
+    def sync(self) -> None:
+        self.queue.finish()

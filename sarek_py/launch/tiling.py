@@ -1,0 +1,282 @@
+"""Launching a loop nest in tiles, or flat (specs/tiling.md, TIL-1 … TIL-9).
+
+A :class:`Nest` is the body of a parallel loop nest of two or more dimensions (outermost
+loop first) over kernel parameters. :func:`tile_nest` makes one kernel that can number
+the iterations either way:
+
+* **tiled** — block ``b`` covers a tile of 32 iterations of the dimension the stores are
+  contiguous in (the loop variable of their last index) by ``block / 32`` iterations of the
+  next dimension (the loop variable of their second-to-last index, or the next loop in loop
+  order when the stores do not agree); the block index numbers the tiles, the remaining
+  dimensions outermost; the thread count counts whole tiles;
+* **flat** — thread ``t`` is iteration ``t``, the contiguous dimension fastest.
+
+The host chooses (:func:`choose_launch`): flat when whole tiles would pad the nest by more
+than a quarter, tiled otherwise, and tells the kernel through a hidden ``bool`` parameter.
+All thread arithmetic is 64-bit; a padded thread returns after comparing its zero-based
+coordinates with the extents and before adding any lower bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from sarek_py.ir.diagnostics import SarekError
+from sarek_py.ir.nodes import (
+    Assign,
+    Binary,
+    BinaryOp,
+    Cast,
+    Const,
+    Expr,
+    If,
+    Intrinsic,
+    Kernel,
+    Let,
+    Ref,
+    Return,
+    Stmt,
+    Store,
+    Var,
+    iter_stmts,
+    seq,
+    var,
+)
+from sarek_py.ir.typeof import scalar_type_of
+from sarek_py.ir.types import Scalar
+from sarek_py.ir.visit import free_vars
+from sarek_py.launch.host_eval import host_eval
+
+#: iterations of the contiguous dimension in one tile (a warp's worth)
+TILE = 32
+#: whole tiles may pad the nest by at most this fraction before the host numbers flat
+MAX_PADDING = 0.25
+
+
+class TilingRefused(SarekError):
+    """A nest that cannot be launched in tiles (one dimension, or a reduction)."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(f"{message} ({rule})")
+        self.rule = rule
+
+
+@attrs.frozen
+class Loop:
+    """One loop of a nest: ``for var = lower to upper`` (inclusive bounds)."""
+
+    var: Var
+    lower: Expr
+    upper: Expr
+
+
+@attrs.frozen
+class Nest:
+    """A parallel loop nest to launch: name and parameters of the kernel, the loops
+    (outermost first), the body run once per iteration, and the kernel's locals."""
+
+    name: str
+    params: tuple[Var, ...]
+    loops: tuple[Loop, ...]
+    body: Stmt
+    locals: tuple[Var, ...] = ()
+
+
+@attrs.frozen
+class TiledKernel:
+    """The kernel of a nest and what the host needs to launch it."""
+
+    kernel: Kernel
+    nest: Nest
+    contiguous: int  # index in nest.loops of the dimension the stores are contiguous in
+    next: int  # index of the second tile dimension
+    flat_param: str  # the hidden bool parameter: true = number the iterations flat
+
+
+@attrs.frozen
+class TileChoice:
+    """The host's decision for one launch."""
+
+    tiled: bool
+    thread_count: int  # 64-bit: whole tiles (tiled) or iterations (flat)
+    block: int
+    padding: float  # padded / total - 1 of whole tiles (0 when there is no iteration)
+
+
+def _loop_of(e: Expr, loops: tuple[Loop, ...]) -> int | None:
+    """The one loop whose variable index expression ``e`` uses, if exactly one."""
+    used = [i for i, lp in enumerate(loops) if lp.var in free_vars(e)]
+    return used[0] if len(used) == 1 else None
+
+
+def tile_dims(nest: Nest) -> tuple[int, int]:
+    """The contiguous and the next dimension of a nest (TIL-2, TIL-3), as loop indices."""
+    loops = nest.loops
+    if len(loops) < 2:
+        raise TilingRefused("TIL-1", f"nest {nest.name} has one dimension: nothing to tile")
+    stores = [s for s in iter_stmts(nest.body) if isinstance(s, Store)]
+    loop_vars = {lp.var for lp in loops}
+    for s in stores:
+        used: set[Var] = set()
+        for ix in s.index:
+            used |= free_vars(ix) & loop_vars
+        if used != loop_vars:
+            raise TilingRefused(
+                "TIL-1", f"nest {nest.name} has a reduction: the store into {s.array.name} does "
+                "not use every loop variable")
+    lasts = {_loop_of(s.index[-1], loops) for s in stores}
+    contiguous = lasts.pop() if len(lasts) == 1 and None not in lasts else len(loops) - 1
+    assert contiguous is not None
+    seconds = {_loop_of(s.index[-2], loops) for s in stores if len(s.index) >= 2}
+    nxt = seconds.pop() if len(seconds) == 1 and None not in seconds else None
+    if nxt is None or nxt == contiguous:
+        # the next one in loop order: the loop just outside the contiguous one, or inside
+        nxt = contiguous - 1 if contiguous > 0 else 1
+    return contiguous, nxt
+
+
+def _c64(v: int) -> Const:
+    return Const(v, Scalar.I64)
+
+
+def _i64(e: Expr) -> Expr:
+    return e if scalar_type_of(e) is Scalar.I64 else Cast(Scalar.I64, e)
+
+
+def _bin(op: BinaryOp, a: Expr, b: Expr) -> Binary:
+    return Binary(op, a, b)
+
+
+def tile_nest(nest: Nest) -> TiledKernel:
+    """The kernel that runs ``nest`` tiled or flat, as the host says (TIL-4 … TIL-7)."""
+    contiguous, nxt = tile_dims(nest)
+    loops = nest.loops
+    taken = {p.name for p in nest.params} | {v.name for v in nest.locals}
+    flat_name = "tiles_flat"
+    while flat_name in taken:
+        flat_name += "_"
+    flat = var(flat_name, Scalar.BOOL)
+    k = len(loops)
+    # dimension order for numbering: contiguous fastest, then next, then the others
+    # from the innermost outwards
+    order = [contiguous, nxt] + [d for d in reversed(range(k)) if d not in (contiguous, nxt)]
+    ext = [var(f"n_{lp.var.name}", Scalar.I64) for lp in loops]
+    z = [var(f"z_{lp.var.name}", Scalar.I64, mutable=True) for lp in loops]
+    t = var("thread", Scalar.I64)
+    rest = var("rest", Scalar.I64, mutable=True)
+
+    def split(skip: int) -> list[Stmt]:
+        """Assign z[d] for the dimensions in ``order`` past the first ``skip`` ones from
+        ``rest`` (row-major, the earlier in ``order`` the faster)."""
+        out: list[Stmt] = []
+        for d in order[skip:]:
+            out.append(Assign(z[d], _bin(BinaryOp.MOD, Ref(rest), Ref(ext[d]))))
+            out.append(Assign(rest, _bin(BinaryOp.DIV, Ref(rest), Ref(ext[d]))))
+        return out
+
+    # flat: thread t is iteration t; threads past the iteration count return
+    flat_branch = seq(Assign(rest, Ref(t)), *split(0))
+    # tiled: tile coordinates from the block index, place in the tile from the thread index
+    tx = _bin(BinaryOp.MOD, _i64(Intrinsic("thread_idx_x")), _c64(TILE))
+    ty = _bin(BinaryOp.DIV, _i64(Intrinsic("thread_idx_x")), _c64(TILE))
+    rows = _bin(BinaryOp.DIV, _i64(Intrinsic("block_dim_x")), _c64(TILE))
+    tiles_c = var("tiles_c", Scalar.I64)
+    tiles_n = var("tiles_n", Scalar.I64)
+    tiled_branch = Let(
+        tiles_c, _bin(BinaryOp.DIV, _bin(BinaryOp.ADD, Ref(ext[contiguous]), _c64(TILE - 1)),
+                      _c64(TILE)),
+        Let(tiles_n, _bin(BinaryOp.DIV, _bin(BinaryOp.SUB, _bin(BinaryOp.ADD, Ref(ext[nxt]),
+                                                                    rows), _c64(1)), rows),
+            seq(Assign(rest, _i64(Intrinsic("block_idx_x"))),
+                Assign(z[contiguous], _bin(BinaryOp.ADD, _bin(
+                    BinaryOp.MUL, _bin(BinaryOp.MOD, Ref(rest), Ref(tiles_c)), _c64(TILE)), tx)),
+                Assign(rest, _bin(BinaryOp.DIV, Ref(rest), Ref(tiles_c))),
+                Assign(z[nxt], _bin(BinaryOp.ADD, _bin(
+                    BinaryOp.MUL, _bin(BinaryOp.MOD, Ref(rest), Ref(tiles_n)), rows), ty)),
+                Assign(rest, _bin(BinaryOp.DIV, Ref(rest), Ref(tiles_n))),
+                *split(2))))
+    # a padded thread returns: some coordinate is past its extent, or (flat) rest > 0
+    outside: Expr = _bin(BinaryOp.GT, Ref(rest), _c64(0))
+    for d in range(k):
+        outside = _bin(BinaryOp.OR, outside, _bin(BinaryOp.GE, Ref(z[d]), Ref(ext[d])))
+    # only then are the lower bounds added: lower + z <= upper cannot overflow
+    body: Stmt = nest.body
+    for d in reversed(range(k)):
+        lv = loops[d].var
+        ty_d = lv.scalar
+        zc: Expr = Ref(z[d]) if ty_d is Scalar.I64 else Cast(ty_d, Ref(z[d]))
+        body = Let(lv, _bin(BinaryOp.ADD, loops[d].lower, zc), body)
+    main = seq(
+        If(Ref(flat), flat_branch, tiled_branch),
+        If(outside, Return()),
+        body,
+    )
+    # extents: upper - lower + 1 in 64 bits, zero for an empty loop
+    for d in reversed(range(k)):
+        n = _bin(BinaryOp.ADD, _bin(BinaryOp.SUB, _i64(loops[d].upper), _i64(loops[d].lower)),
+                 _c64(1))
+        main = Let(ext[d], n, main)
+    main = Let(t, _bin(BinaryOp.ADD, _bin(BinaryOp.MUL, _i64(Intrinsic("block_idx_x")),
+                                          _i64(Intrinsic("block_dim_x"))),
+                       _i64(Intrinsic("thread_idx_x"))), main)
+    kernel = Kernel(nest.name, (*nest.params, flat), (*nest.locals, *z, rest), main)
+    return TiledKernel(kernel, nest, contiguous, nxt, flat_name)
+
+
+def choose_launch(tk: TiledKernel, extents: tuple[int, ...], block: int = 256) -> TileChoice:
+    """Tiled when whole tiles pad the nest by at most a quarter, flat otherwise (TIL-5)."""
+    total = 1
+    for n in extents:
+        total *= max(n, 0)
+    if total == 0:
+        return TileChoice(False, 0, block, 0.0)
+    rows = block // TILE
+    if block % TILE or rows < 1:
+        return TileChoice(False, total, block, 0.0)
+    padded = 1
+    for d, n in enumerate(extents):
+        if d == tk.contiguous:
+            padded *= -(-n // TILE) * TILE
+        elif d == tk.next:
+            padded *= -(-n // rows) * rows
+        else:
+            padded *= n
+    padding = padded / total - 1.0
+    if padded - total > total * MAX_PADDING:
+        return TileChoice(False, total, block, padding)
+    return TileChoice(True, padded, block, padding)
+
+
+def nest_extents(tk: TiledKernel, scalars: Mapping[str, Any]) -> tuple[int, ...]:
+    """The iteration count of each loop, evaluated on the host from the bounds."""
+    out = []
+    for lp in tk.nest.loops:
+        n = int(host_eval(lp.upper, scalars)) - int(host_eval(lp.lower, scalars)) + 1
+        out.append(max(n, 0))
+    return tuple(out)
+
+
+def tiled_args(tk: TiledKernel, args: Mapping[str, Any], block: int = 256,
+               force: bool | None = None) -> tuple[dict[str, Any], TileChoice]:
+    """The kernel's arguments (the hidden flag added) and the launch choice; ``force``
+    True/False overrides the choice (tiled/flat) for measurements and tests."""
+    choice = choose_launch(tk, nest_extents(tk, args), block)
+    if force is not None and force != choice.tiled:
+        total = 1
+        for n in nest_extents(tk, args):
+            total *= n
+        if force:
+            rows = block // TILE
+            padded = 1
+            for d, n in enumerate(nest_extents(tk, args)):
+                step = TILE if d == tk.contiguous else rows if d == tk.next else 1
+                padded *= -(-n // step) * step
+            choice = TileChoice(True, padded, block, padded / max(total, 1) - 1.0)
+        else:
+            choice = TileChoice(False, total, block, choice.padding)
+    full = dict(args)
+    full[tk.flat_param] = not choice.tiled
+    return full, choice

@@ -1,0 +1,17 @@
+"""Bad input for the front end (FE-12): chained assignment."""
+# expect: chained assignment (a = b = v) is not supported
+# ruff: noqa
+from __future__ import annotations
+
+import json
+
+from sarek_py.frontend import Vec, f32, f64, global_thread_id, kernel
+
+COUNTER = 0
+TABLE = [1.0, 2.0]
+
+
+@kernel
+def bad(x: Vec[f32]):
+    a = b = x[0]  # <- error
+    x[1] = a + b

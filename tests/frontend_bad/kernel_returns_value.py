@@ -1,0 +1,16 @@
+"""Bad input for the front end (FE-12): kernel returns value."""
+# expect: a kernel returns no value
+# ruff: noqa
+from __future__ import annotations
+
+import json
+
+from sarek_py.frontend import Vec, f32, f64, global_thread_id, kernel
+
+COUNTER = 0
+TABLE = [1.0, 2.0]
+
+
+@kernel
+def bad(x: Vec[f32]):
+    return x[0]  # <- error

@@ -1,0 +1,18 @@
+"""Bad input for the front end (FE-12): loop variable after loop."""
+# expect: 'i' is the variable of the loop
+# ruff: noqa
+from __future__ import annotations
+
+import json
+
+from sarek_py.frontend import Vec, f32, f64, global_thread_id, kernel
+
+COUNTER = 0
+TABLE = [1.0, 2.0]
+
+
+@kernel
+def bad(x: Vec[f32]):
+    for i in range(4):
+        x[i] = 0.0
+    x[i] = 1.0  # <- error

@@ -1,0 +1,122 @@
+"""Random well-typed kernels on OpenCL against the interpreter (specs/codegen.md, CG-15).
+
+Kernels come from tests/strategies.py. Each runs as one thread (so no generated kernel
+races); a kernel the interpreter rejects (out of bounds, division by zero, an undefined
+conversion …) has no defined meaning and is not compared. Every other one must write the
+interpreter's bytes on OpenCL, NaN payloads aside; kernels that call transcendental
+intrinsics are held to the ULP bound instead. ``SAREK_FUZZ=1`` runs many more examples.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import kernels
+from test_codegen_exact import TRANSCENDENTAL_ULP, opencl_or_skip, ulp_distance
+
+from sarek_py.codegen import CodegenError
+from sarek_py.ir.diagnostics import InterpError
+from sarek_py.ir.intrinsics import TRANSCENDENTAL
+from sarek_py.ir.nodes import Binary, BinaryOp, Intrinsic, Kernel, Unary, UnaryOp
+from sarek_py.ir.types import ArrayType, Scalar
+from sarek_py.ir.visit import iter_nodes
+from sarek_py.launch.runtime import get_backend
+
+FUZZ = bool(os.environ.get("SAREK_FUZZ"))
+
+
+def inputs(k: Kernel, seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    out: dict[str, Any] = {}
+    for p in k.params:
+        t = p.type
+        if isinstance(t, ArrayType):
+            shape = tuple(n if n is not None else 3 for n in t.shape)
+            if t.elem.is_float:
+                out[p.name] = rng.uniform(-4, 4, shape).astype(t.elem.dtype)
+            elif t.elem.is_int:
+                out[p.name] = rng.integers(-5, 6, shape).astype(t.elem.dtype)
+            else:
+                out[p.name] = rng.integers(0, 2, shape) == 1
+        elif t.is_float:
+            out[p.name] = t.dtype.type(rng.uniform(-4, 4))
+        elif t.is_int:
+            out[p.name] = t.dtype.type(rng.integers(-5, 6))
+        else:
+            out[p.name] = bool(rng.integers(0, 2))
+    return out
+
+
+def _may_overflow(k: Kernel) -> bool:
+    """Signed + - * and unary minus on integers: the interpreter wraps, C leaves it
+    undefined and the device compiler may fold it differently (CG-7)."""
+    bodies = [k.body, *(h.body for h in k.helpers)]
+    for b in bodies:
+        for n in iter_nodes(b):
+            if isinstance(n, Binary) and n.op in (BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL,
+                                                   BinaryOp.SHL):
+                return True
+            if isinstance(n, Unary) and n.op is UnaryOp.NEG:
+                return True
+    return False
+
+
+def same_bytes_nan_aside(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> bool:
+    if a.tobytes() == b.tobytes():
+        return True
+    if a.dtype.kind != "f":
+        return False
+    both_nan = np.isnan(a) & np.isnan(b)
+    return bool(((a == b) & (np.signbit(a) == np.signbit(b)) | both_nan).all())
+
+
+def run_one(k: Kernel, seed: int) -> None:
+    be = opencl_or_skip()
+    args = inputs(k, seed)
+    ref, dev = copy.deepcopy(args), copy.deepcopy(args)
+    try:
+        r_ref = get_backend("interp").run_kernel(k, ref, 1, 1)
+    except InterpError:
+        return  # undefined behaviour: nothing to compare
+    try:
+        r_dev = be.run_kernel(k, dev, 1, 1)
+    except CodegenError:
+        return  # stop inside a helper (CG-11)
+    assert np.array_equal(r_ref.stop_codes, r_dev.stop_codes)
+    loose = any(isinstance(n, Intrinsic) and n.name in TRANSCENDENTAL
+                for b in (k.body, *(h.body for h in k.helpers)) for n in iter_nodes(b))
+    for p in k.params:
+        if not isinstance(p.type, ArrayType):
+            continue
+        a, b = ref[p.name], dev[p.name]
+        if same_bytes_nan_aside(a, b):
+            continue
+        if (p.type.elem.is_int or p.type.elem is Scalar.BOOL) and _may_overflow(k):
+            continue  # CG-7: signed overflow is undefined in C
+        assert loose and p.type.elem.is_float, f"{p.name}: {a!r} != {b!r}"
+        fin = np.isfinite(a) & np.isfinite(b)
+        assert (np.isnan(a) == np.isnan(b)).all()
+        assert ulp_distance(a[fin], b[fin]).max(initial=0) <= TRANSCENDENTAL_ULP
+
+
+@pytest.mark.opencl
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(kernels(depth=2), st.integers(0, 2**16))
+def test_cg15_random_kernels_match_the_interpreter(k: Kernel, seed: int) -> None:
+    run_one(k, seed)
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+@settings(max_examples=400 if FUZZ else 40, deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(kernels(depth=3), st.integers(0, 2**16))
+def test_cg15_random_kernels_fuzz(k: Kernel, seed: int) -> None:
+    run_one(k, seed)

@@ -1,0 +1,413 @@
+"""The runtimes behind one interface (specs/launch.md, LCH-8 … LCH-15)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+from sarek_py.ir.diagnostics import BackendUnavailable
+from sarek_py.ir.parser import parse_module
+from sarek_py.ir.typecheck import check_module
+from sarek_py.launch import runtime
+from sarek_py.launch.runtime import (
+    POISON_BYTE,
+    Backend,
+    LaunchError,
+    available_backends,
+    get_backend,
+)
+from sarek_py.launch.runtime.base import written_arrays
+
+SRC = """
+kernel saxpy(x : f32[], y : f32[], a : f32, n : i32) =
+  let i = global_thread_id in
+  if i < n then y[i] <- a * x[i] + y[i]
+
+// assigns every element of out before reading any: out may be write-discarded
+kernel fill_then_scale(x : f32[], out : f32[], n : i32) =
+  let i = global_thread_id in
+  if i < n then (out[i] <- x[i]; out[i] <- out[i] * 2.0f)
+
+fun put(a : f32[], i : i32, v : f32) : i32 =
+  a[i] <- v;
+  return 0
+
+kernel via_helper(src : f32[], dst : f32[], n : i32) =
+  let i = global_thread_id in
+  if i < n then let r = put(dst, i, src[i] + 1.0f) in ()
+
+kernel sync_block(x : f32[])
+  shared t : f32[64] =
+  t[thread_idx_x] <- x[global_thread_id];
+  barrier;
+  x[global_thread_id] <- t[63 - thread_idx_x]
+
+kernel bools(b : bool[], flag : bool, n : i32) =
+  let i = global_thread_id in
+  if i < n then b[i] <- b[i] != flag
+"""
+M = parse_module(SRC)
+check_module(M)
+BACKENDS = available_backends()
+
+
+def backend(name: str) -> Backend:
+    try:
+        return get_backend(name)
+    except BackendUnavailable as exc:
+        pytest.skip(exc.message)
+
+
+@pytest.fixture(params=["interp", "opencl"])
+def be(request: pytest.FixtureRequest) -> Backend:
+    b = backend(request.param)
+    b.stats.reset()
+    return b
+
+
+def saxpy_args(n: int = 1000) -> dict[str, Any]:
+    rng = np.random.default_rng(3)
+    return {"x": rng.standard_normal(n).astype(np.float32),
+            "y": rng.standard_normal(n).astype(np.float32), "a": 1.5, "n": n}
+
+
+# ----------------------------------------------------------------------------- LCH-8
+
+
+def test_lch8_primitives_round_trip(be: Backend) -> None:
+    host = np.arange(10, dtype=np.float64)
+    dev = be.allocate((10,), np.float64)
+    be.copy_in(dev, host)
+    back = np.zeros(4, np.float64)
+    be.copy_out(dev, back, 4)
+    assert (back == host[:4]).all()
+    be.fill(dev, POISON_BYTE)
+    full = np.zeros(10, np.float64)
+    be.copy_out(dev, full)
+    assert full.view(np.uint8).tolist() == [POISON_BYTE] * 80
+    assert be.stats.bytes_in == 80 and be.stats.bytes_out == 32 + 80
+    assert be.stats.bytes_allocated == 80
+    with pytest.raises(LaunchError):
+        be.copy_in(dev, np.zeros(3, np.float64))
+
+
+def test_lch8_launch_does_not_copy_back_before_sync(be: Backend) -> None:
+    k = M.kernel("saxpy")
+    args = saxpy_args(100)
+    y0 = args["y"].copy()
+    pending = be.start(k, args, 100, 32)
+    assert (args["y"] == y0).all()  # nothing reaches the host array before finish
+    be.sync()
+    be.finish(pending)
+    assert (args["y"] == np.float32(1.5) * args["x"] + y0).all()
+    assert be.stats.launches == 1
+
+
+# ----------------------------------------------------------------------------- LCH-9
+
+
+def test_lch9_run_kernel_updates_in_place_like_the_interpreter(be: Backend) -> None:
+    k = M.kernel("saxpy")
+    args = saxpy_args()
+    x0, y0 = args["x"].copy(), args["y"].copy()
+    y_ref = y0.copy()
+    from sarek_py.ir.interp import run_kernel
+
+    run_kernel(k, {**args, "y": y_ref}, 1000, 128)
+    res = be.run_kernel(k, args, 1000, 128)
+    assert args["y"].tobytes() == y_ref.tobytes()
+    assert (args["x"] == x0).all()
+    assert res.stop_codes.shape == (1000,) and not res.stop_codes.any()
+    # x is only read: copied in, not out
+    assert be.stats.bytes_in == 8000 and be.stats.bytes_out == 4000
+
+
+def test_lch9_arrays_written_through_helpers_are_copied_back(be: Backend) -> None:
+    k = M.kernel("via_helper")
+    assert written_arrays(k) == {"dst"}
+    src = np.arange(50, dtype=np.float32)
+    dst = np.zeros(50, np.float32)
+    be.run_kernel(k, {"src": src, "dst": dst, "n": 50}, 50, 32)
+    assert (dst == src + 1).all()
+
+
+def test_lch9_bool_arrays_and_scalars(be: Backend) -> None:
+    b = np.array([True, False, True, False] * 8)
+    be.run_kernel(M.kernel("bools"), {"b": b, "flag": True, "n": 30}, 32, 32)
+    expect = np.array([False, True, False, True] * 8)
+    expect[30:] = b[30:]
+    assert (b == expect).all()
+
+
+def test_lch9_same_array_twice_is_one_buffer(be: Backend) -> None:
+    k = M.kernel("saxpy")
+    v = np.arange(16, dtype=np.float32)
+    be.run_kernel(k, {"x": v, "y": v, "a": 2.0, "n": 16}, 16, 16)
+    assert (v == np.arange(16, dtype=np.float32) * 3).all()
+
+
+# ---------------------------------------------------------------------------- LCH-10
+
+
+def test_lch10_write_discard_skips_the_copy(be: Backend) -> None:
+    k = M.kernel("fill_then_scale")
+    x = np.arange(256, dtype=np.float32)
+    out = np.full(256, 7.0, np.float32)
+    be.run_kernel(k, {"x": x, "out": out, "n": 256}, 256, 64, overwritten=["out"])
+    assert (out == x * 2).all()
+    assert be.stats.bytes_in == x.nbytes  # out was not copied in
+    assert be.stats.bytes_discarded == out.nbytes
+
+
+def test_lch10_discarded_buffer_is_poisoned(be: Backend) -> None:
+    """A kernel that does read before writing (saxpy reads y) shows the poison: what the
+    host held did not reach the device."""
+    k = M.kernel("saxpy")
+    args = saxpy_args(64)
+    be.run_kernel(k, args, 64, 64, overwritten=["y"])
+    poison = np.frombuffer(bytes([POISON_BYTE] * 4), np.float32)[0]
+    assert (args["y"] == np.float32(1.5) * args["x"] + poison).all()
+
+
+def test_lch10_aliased_argument_cancels_the_discard(be: Backend) -> None:
+    k = M.kernel("saxpy")
+    v = np.arange(16, dtype=np.float32)
+    be.run_kernel(k, {"x": v, "y": v, "a": 2.0, "n": 16}, 16, 16, overwritten=["y"])
+    assert (v == np.arange(16, dtype=np.float32) * 3).all()
+    assert be.stats.bytes_discarded == 0
+
+
+# ---------------------------------------------------------------------------- LCH-11
+
+
+def test_lch11_argument_errors(be: Backend) -> None:
+    k = M.kernel("saxpy")
+    good = saxpy_args(8)
+    bad_cases: list[tuple[dict[str, Any], str]] = [
+        ({k: v for k, v in good.items() if k != "a"}, "no argument for parameter a"),
+        ({**good, "z": 1}, "no parameter z"),
+        ({**good, "x": good["x"].astype(np.float64)}, "argument x must be a 1-d array of"),
+        ({**good, "x": np.zeros((2, 4), np.float32)}, "argument x must be a 1-d array"),
+        ({**good, "n": 2**40}, "does not fit i32"),
+        ({**good, "n": 1.5}, "must be an integer"),
+        ({**good, "a": True}, "must be a number"),
+        ({**good, "x": [1.0]}, "must be a numpy array"),
+    ]
+    for args, msg in bad_cases:
+        with pytest.raises(LaunchError, match=msg):
+            be.run_kernel(k, args, 8, 8)
+    with pytest.raises(LaunchError, match="block size 0"):
+        be.run_kernel(k, good, 8, 0)
+    base = np.zeros(20, np.float32)
+    with pytest.raises(LaunchError, match="overlaps"):
+        be.run_kernel(k, {**good, "x": base[:8], "y": base[4:12]}, 8, 8)
+
+
+def test_lch11_block_size_above_the_device_limit() -> None:
+    be = backend("opencl")
+    with pytest.raises(LaunchError, match="exceeds the device's limit"):
+        be.run_kernel(M.kernel("saxpy"), saxpy_args(8), 8, 1 << 20)
+
+
+def test_lch6_barrier_kernels_need_whole_blocks() -> None:
+    k = M.kernel("sync_block")
+    x = np.arange(96, dtype=np.float32)
+    get_backend("interp").run_kernel(k, {"x": x.copy()}, 64, 64)
+    be = backend("opencl")
+    with pytest.raises(LaunchError, match="LCH-6"):
+        be.run_kernel(k, {"x": x}, 96, 64)
+    y = np.arange(128, dtype=np.float32)
+    be.run_kernel(k, {"x": y}, 128, 64)
+    assert (y[:64] == np.arange(64)[::-1]).all()
+
+
+def test_lch3_no_thread_below_one(be: Backend) -> None:
+    args = saxpy_args(8)
+    y0 = args["y"].copy()
+    res = be.run_kernel(M.kernel("saxpy"), args, 0, 8)
+    assert (args["y"] == y0).all() and res.stop_codes.size == 0
+    assert be.stats.launches == 0
+
+
+# ------------------------------------------------------------------------ LCH-12..15
+
+
+def test_lch12_interp_backend_is_the_interpreter() -> None:
+    from sarek_py.ir.diagnostics import InterpError
+
+    be = get_backend("interp")
+    assert be.name == "interp"
+    k = parse_module("""
+kernel oob(x : f32[]) = x[global_thread_id + 1] <- 1.0f
+""").kernels[0]
+    with pytest.raises(InterpError):
+        be.run_kernel(k, {"x": np.zeros(4, np.float32)}, 4, 4)
+
+
+def test_lch13_programs_are_built_once() -> None:
+    from sarek_py.launch.runtime import opencl as ocl
+
+    be = backend("opencl")
+    k = M.kernel("saxpy")
+    be.run_kernel(k, saxpy_args(8), 8, 8)
+    n = len(ocl._PROGRAMS)
+    be.run_kernel(k, saxpy_args(8), 8, 8)
+    assert len(ocl._PROGRAMS) == n
+
+
+def test_lch13_no_platform_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sarek_py.launch.runtime import opencl as ocl
+
+    class NoPlatforms:
+        @staticmethod
+        def get_platforms() -> list[Any]:
+            raise RuntimeError("clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR")
+
+    with pytest.raises(BackendUnavailable, match="no OpenCL platform"):
+        ocl._pick_device(NoPlatforms)
+
+
+def test_lch14_cuda_unavailable_is_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sarek_py.launch.runtime import cuda
+
+    monkeypatch.setitem(sys.modules, "pycuda", None)
+    monkeypatch.setitem(sys.modules, "pycuda.driver", None)
+    with pytest.raises(BackendUnavailable) as info:
+        cuda.CudaBackend()
+    text = info.value.message
+    assert "PyCUDA is not installed" in text and text.count(". ") == 0 and "\n" not in text
+
+
+@pytest.mark.gpu
+def test_lch14_cuda_matches_the_interpreter() -> None:
+    be = backend("cuda")
+    k = M.kernel("saxpy")
+    args = saxpy_args()
+    ref = {**args, "y": args["y"].copy()}
+    get_backend("interp").run_kernel(k, ref, 1000, 128)
+    be.run_kernel(k, args, 1000, 128)
+    assert args["y"].tobytes() == ref["y"].tobytes()
+
+
+def test_lch15_default_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtime, "_instances", {})
+    monkeypatch.setattr(runtime, "_unavailable", {})
+    made: list[str] = []
+    real = runtime._make
+
+    def make(name: str) -> Backend:
+        made.append(name)
+        if name == "cuda":
+            raise BackendUnavailable("no GPU.")
+        return real(name)
+
+    monkeypatch.setattr(runtime, "_make", make)
+    chosen = get_backend("default")
+    assert made[0] == "cuda"
+    assert chosen.name == ("opencl" if "opencl" in BACKENDS else "interp")
+    with pytest.raises(BackendUnavailable, match="no GPU"):
+        get_backend("cuda")  # remembered
+    with pytest.raises(LaunchError, match="choose one of cuda, opencl, interp"):
+        get_backend("metal")
+
+
+class _FakeDriver:
+    """Enough of ``pycuda.driver`` to run the cuda backend's glue without a GPU: memory is
+    numpy bytes, the PTX is really compiled by nvcc, and a launch records its arguments."""
+
+    class Device:
+        @staticmethod
+        def count() -> int:
+            return 1
+
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def retain_primary_context(self) -> Any:
+            class Ctx:
+                def push(self) -> None:
+                    pass
+
+            return Ctx()
+
+        def compute_capability(self) -> tuple[int, int]:
+            return (8, 0)
+
+        def name(self) -> str:
+            return "Fake GPU"
+
+        def get_attribute(self, _attr: Any) -> int:
+            return 1024
+
+    class device_attribute:  # noqa: N801 (pycuda's spelling)
+        MAX_THREADS_PER_BLOCK = "max threads"
+
+    class Context:
+        syncs = 0
+
+        @classmethod
+        def synchronize(cls) -> None:
+            cls.syncs += 1
+
+    def __init__(self) -> None:
+        self.launches: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        self.modules: list[bytes] = []
+
+    def init(self) -> None:
+        pass
+
+    def mem_alloc(self, n: int) -> np.ndarray[Any, Any]:
+        return np.zeros(n, np.uint8)
+
+    def memcpy_htod(self, dev: np.ndarray[Any, Any], host: np.ndarray[Any, Any]) -> None:
+        dev[: host.nbytes] = host.reshape(-1).view(np.uint8)
+
+    def memcpy_dtoh(self, host: np.ndarray[Any, Any], dev: np.ndarray[Any, Any]) -> None:
+        host.reshape(-1).view(np.uint8)[...] = dev[: host.nbytes]
+
+    def memset_d8(self, dev: np.ndarray[Any, Any], byte: int, n: int) -> None:
+        dev[:n] = byte
+
+    def module_from_buffer(self, ptx: bytes) -> Any:
+        self.modules.append(ptx)
+        outer = self
+
+        class Module:
+            def get_function(self, name: str) -> Any:
+                assert f".entry {name}(".encode() in ptx
+
+                def launch(*args: Any, **kw: Any) -> None:
+                    outer.launches.append((args, kw))
+
+                return launch
+
+        return Module()
+
+
+def test_lch14_cuda_backend_glue_with_a_fake_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sarek_py.codegen.nvcc import find_nvcc
+    from sarek_py.launch.runtime import cuda
+
+    if find_nvcc() is None:
+        pytest.skip("nvcc is not installed here")
+    fake = _FakeDriver()
+    monkeypatch.setattr(cuda, "_import_driver", lambda: fake)
+    be = cuda.CudaBackend()
+    assert be.arch == "sm_80" and be.device_name == "Fake GPU (sm_80)"
+    args = saxpy_args(300)
+    be.run_kernel(M.kernel("saxpy"), args, 300, 128)
+    assert len(fake.modules) == 1 and b"fma.rn" not in fake.modules[0]
+    (values, kw), = fake.launches
+    assert kw == {"block": (128, 1, 1), "grid": (3, 1)}
+    # x, its extent, y, its extent, a, n, the thread count: the ABI's order and C types
+    assert [type(v).__name__ for v in values] == [
+        "ndarray", "int32", "ndarray", "int32", "float32", "int32", "int64"]
+    assert values[1] == 300 and values[4] == np.float32(1.5) and values[6] == 300
+    assert values[0][: 300 * 4].view(np.float32).tolist() == args["x"].tolist()
+    be.run_kernel(M.kernel("saxpy"), saxpy_args(300), 300, 128)
+    assert len(fake.modules) == 1  # loaded once
+    with pytest.raises(LaunchError, match="limit of 1024"):
+        be.run_kernel(M.kernel("saxpy"), saxpy_args(8), 8, 2048)
