@@ -3,7 +3,10 @@
 1. saxpy on 2**24 f32 elements: the OpenCL backend's time (kernel only, data resident on
    the device; and the whole ``run_kernel`` round trip with copies) against numpy's
    ``y = a*x + y`` on the same arrays;
-2. one Jacobi step of a 2-D 5-point stencil (a loop nest made into a kernel by
+2. what one launch costs the host: 1000 launches of saxpy on 256 resident elements, one
+   sync at the end (``Backend.launch``: cached kernel, argument binding, enqueue), and
+   ``run_kernel`` on 256 host elements (copies in and out, sync) per call;
+3. one Jacobi step of a 2-D 5-point stencil (a loop nest made into a kernel by
    :mod:`sarek_py.launch.tiling`), launched tiled and flat: points per second each way.
 
 Usage: ``python benchmarks/launch_overhead.py [--quick] [--backend opencl|cuda]``. Times are
@@ -21,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from sarek_py.ir.nodes import Binary, BinaryOp, Const, Read, Ref, Store, var
+from sarek_py.ir.nodes import Binary, BinaryOp, Const, Expr, Read, Ref, Store, var
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.types import Scalar, array
-from sarek_py.launch.runtime import Backend, get_backend
+from sarek_py.launch.runtime import Backend, DeviceArray, get_backend
 from sarek_py.launch.tiling import Loop, Nest, tile_nest, tiled_args
 
 SAXPY = parse_module("""
@@ -52,7 +55,7 @@ def bench_saxpy(be: Backend, n: int, repeat: int) -> dict[str, float]:
     dx, dy = be.allocate((n,), np.float32), be.allocate((n,), np.float32)
     be.copy_in(dx, x)
     be.copy_in(dy, y)
-    args = {"x": dx, "y": dy, "a": a, "n": np.int32(n)}
+    args: dict[str, DeviceArray | np.generic] = {"x": dx, "y": dy, "a": a, "n": np.int32(n)}
 
     def device() -> None:
         be.launch(SAXPY, args, n, 256)
@@ -74,6 +77,32 @@ def bench_saxpy(be: Backend, n: int, repeat: int) -> dict[str, float]:
             "numpy": median_time(numpy_saxpy, repeat)}
 
 
+def bench_launch_cost(be: Backend, launches: int, repeat: int) -> dict[str, float]:
+    """Seconds per launch of a tiny saxpy: back to back on resident buffers, and as a whole
+    ``run_kernel`` round trip."""
+    n = 256
+    x = np.arange(n, dtype=np.float32)
+    dx, dy = be.allocate((n,), np.float32), be.allocate((n,), np.float32)
+    be.copy_in(dx, x)
+    be.copy_in(dy, x)
+    args: dict[str, DeviceArray | np.generic] = {"x": dx, "y": dy, "a": np.float32(0.5),
+                                                 "n": np.int32(n)}
+
+    def burst() -> None:
+        for _ in range(launches):
+            be.launch(SAXPY, args, n, 256)
+        be.sync()
+
+    y = x.copy()
+
+    def trips() -> None:
+        for _ in range(launches // 10):
+            be.run_kernel(SAXPY, {"x": x, "y": y, "a": 0.5, "n": n}, n, 256)
+
+    return {"launch": median_time(burst, repeat) / launches,
+            "run_kernel": median_time(trips, repeat) / (launches // 10)}
+
+
 def stencil_nest() -> Nest:
     src, dst = var("src", array(Scalar.F32, 2)), var("dst", array(Scalar.F32, 2))
     n, m = var("n", Scalar.I32), var("m", Scalar.I32)
@@ -84,7 +113,7 @@ def stencil_nest() -> Nest:
         return Read(src, (Binary(BinaryOp.ADD, Ref(i), Const(di, Scalar.I32)),
                           Binary(BinaryOp.ADD, Ref(j), Const(dj, Scalar.I32))))
 
-    total = at(0, 0)
+    total: Expr = at(0, 0)
     for d in ((-1, 0), (1, 0), (0, -1), (0, 1)):
         total = Binary(BinaryOp.ADD, total, at(*d))
     body = Store(dst, (Ref(i), Ref(j)), Binary(BinaryOp.MUL, Const(0.2, Scalar.F32), total))
@@ -142,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
           f"({3 * 4 * n / s['numpy'] / 1e9:6.2f} GB/s)")
     print(f"  ratio kernel / numpy: {s['kernel'] / s['numpy']:.2f}; "
           f"round trip / numpy: {s['round_trip'] / s['numpy']:.2f}")
+    c = bench_launch_cost(be, 1000, repeat)
+    print(f"one launch of saxpy on 256 elements (median of {repeat} bursts):")
+    print(f"  launch (resident, 1000 back to back, one sync): {c['launch'] * 1e6:8.1f} us")
+    print(f"  run_kernel (copy in, launch, sync, copy out):    {c['run_kernel'] * 1e6:8.1f} us")
     st = bench_stencil(be, side, repeat)
     pts = st["points"]
     print(f"2-D 5-point stencil, {side} x {side} (median of {repeat}); "

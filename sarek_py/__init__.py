@@ -5,6 +5,7 @@ The names most users need are here: the Python front end (``kernel``, ``helper``
 end), the text form (``parse_module``, ``print_module``) and the IR's main classes.
 """
 
+from sarek_py.codegen import emit_cuda, emit_opencl
 from sarek_py.frontend import (
     FrontendError,
     Pipeline,
@@ -21,15 +22,20 @@ from sarek_py.frontend import (
     kernel,
     pipeline,
 )
+from sarek_py.fusion.refusal import FusionRefused
+from sarek_py.fusion.sequence import KernelLaunch, fuse_launches
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.nodes import HelperFunc, Kernel, Module, Var
 from sarek_py.ir.parser import parse_file, parse_module
 from sarek_py.ir.printer import print_kernel, print_module
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar
+from sarek_py.launch.runtime import get_backend
 
 __all__ = [
     "ArrayType",
     "FrontendError",
+    "FusionRefused",
+    "KernelLaunch",
     "HelperFunc",
     "Kernel",
     "MemSpace",
@@ -42,9 +48,13 @@ __all__ = [
     "Vec2",
     "Vec3",
     "boolean",
+    "emit_cuda",
+    "emit_opencl",
     "f32",
     "f64",
     "fuse",
+    "fuse_launches",
+    "get_backend",
     "helper",
     "i32",
     "i64",

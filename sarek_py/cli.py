@@ -25,10 +25,11 @@ import argparse
 import hashlib
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -36,6 +37,9 @@ import numpy as np
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.nodes import Kernel, Module
 from sarek_py.ir.types import ArrayType, Scalar
+
+if TYPE_CHECKING:
+    from sarek_py.launch.program import Program
 
 PROG = "sarek-py"
 
@@ -84,12 +88,15 @@ _SOURCES: dict[str, str] = {}
 def read_source(path: str) -> str:
     """The text of ``path`` (``-`` for standard input), decoded strictly as UTF-8.
 
-    A missing file, a directory, an unreadable file or bytes that are not UTF-8 raise a
+    Standard input is read once per command: a second call gives the same text. A missing
+    file, a directory, an unreadable file or bytes that are not UTF-8 raise a
     :class:`SarekError` (exit status 1).
     """
     from sarek_py.ir.lexer import decode_source
 
     if path == "-":
+        if "<stdin>" in _SOURCES:
+            return _SOURCES["<stdin>"]
         data = sys.stdin.buffer.read()
         name = "<stdin>"
     else:
@@ -108,22 +115,69 @@ def read_source(path: str) -> str:
     return text
 
 
-def load_module(path: str) -> Module:
-    """The parsed (not yet checked) module of a ``.sk`` file, or the ``@kernel`` functions
-    of a Python ``.py`` file translated by the front end (specs/frontend.md, FE-18)."""
-    from sarek_py.ir.parser import parse_module
+#: a line that starts a host program (specs/host-program.md, HP-10)
+_PROGRAM = re.compile(r"^\s*program\s+\w+", re.MULTILINE)
 
+
+def is_program_text(text: str) -> bool:
+    """Whether a ``.sk`` text holds a host ``program`` item (CLI-10) rather than only
+    kernels and helpers."""
+    return _PROGRAM.search(text) is not None
+
+
+def _source_name(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+def load_any(path: str) -> Module | Program:
+    """The parsed (not yet checked) contents of a file (CLI-10): a host
+    :class:`~sarek_py.launch.program.Program` when the ``.sk`` text holds a ``program``
+    item, a kernel :class:`Module` otherwise (``.sk`` text, or the ``@kernel`` functions of
+    a Python ``.py`` file translated by the front end, specs/frontend.md FE-18)."""
     if path.endswith(".py"):
         from sarek_py.frontend.pyfile import load_python_module
 
         return load_python_module(path)
-
     text = read_source(path)
-    return parse_module(text, "<stdin>" if path == "-" else path)
+    if is_program_text(text):
+        from sarek_py.launch.program_text import parse_program
+
+        return parse_program(text, _source_name(path))
+    from sarek_py.ir.parser import parse_module
+
+    return parse_module(text, _source_name(path))
+
+
+def program_module(p: Program) -> Module:
+    """The helpers and kernels of a host program as a kernel module."""
+    return Module(p.helpers, p.kernels)
+
+
+def load_module(path: str) -> Module:
+    """The parsed (not yet checked) kernel module of a ``.sk`` file, or the ``@kernel``
+    functions of a Python ``.py`` file translated by the front end (specs/frontend.md,
+    FE-18). A file holding a host program gives the program's helpers and kernels."""
+    m = load_any(path)
+    return m if isinstance(m, Module) else program_module(m)
+
+
+def check_any(m: Module | Program) -> None:
+    """Check a kernel module (specs/ir.md) or a host program: its helpers and kernels,
+    then its host statements and parallel loops (HP-9)."""
+    from sarek_py.ir.typecheck import check_module
+
+    if isinstance(m, Module):
+        check_module(m)
+        return
+    from sarek_py.launch.program_check import check_program
+
+    check_module(program_module(m))
+    check_program(m)
 
 
 def load_checked(path: str) -> Module:
-    """The parsed and checked module of a ``.sk`` file."""
+    """The parsed and checked kernel module of a file (of a host program: its helpers and
+    kernels, CLI-10)."""
     from sarek_py.ir.typecheck import check_module
 
     m = load_module(path)
@@ -142,8 +196,13 @@ def find_kernel(m: Module, name: str, path: str) -> Kernel:
 # ------------------------------------------------------------------------ subcommands
 
 
+#: the help of a FILE argument that the front end also reads
+FILE_HELP = ("a .sk file (kernels, or a host program), a .py file of @kernel functions "
+             "(the Python front end), or '-' for standard input (.sk text)")
+
+
 def _file_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="a .sk file ('-' for standard input)")
+    p.add_argument("file", metavar="FILE", help=FILE_HELP)
 
 
 def _configure_print(p: argparse.ArgumentParser) -> None:
@@ -152,10 +211,18 @@ def _configure_print(p: argparse.ArgumentParser) -> None:
                    help="print the lossless S-expression form instead of .sk text")
 
 
-@command("print", "parse a .sk file and print it back (canonical form)", _configure_print)
+@command("print", "parse a .sk (or .py) file and print it back in canonical .sk form",
+         _configure_print)
 def _print(args: argparse.Namespace) -> int:
-    m = load_module(args.file)
-    if args.sexp:
+    m = load_any(args.file)
+    if not isinstance(m, Module):
+        if args.sexp:
+            raise UsageError(f"--sexp prints kernel modules; {args.file} holds the host "
+                             f"program '{m.name}'")
+        from sarek_py.launch.program_text import print_program
+
+        text = print_program(m)
+    elif args.sexp:
         from sarek_py.ir.sexp import to_sexp
 
         text = to_sexp(m)
@@ -167,13 +234,28 @@ def _print(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("check", "parse and check a .sk file (types, scopes, barriers, purity)", _file_arg)
+@command("check", "parse and check a .sk (or .py) file (types, scopes, barriers, purity)",
+         _file_arg)
 def _check(args: argparse.Namespace) -> int:
-    m = load_checked(args.file)
+    m = load_any(args.file)
+    check_any(m)
     kernels = ", ".join(k.name for k in m.kernels) or "none"
-    print(f"{args.file}: ok ({len(m.kernels)} kernel(s): {kernels}; "
-          f"{len(m.helpers)} helper(s))")
+    counts = f"{len(m.kernels)} kernel(s): {kernels}; {len(m.helpers)} helper(s)"
+    if isinstance(m, Module):
+        print(f"{args.file}: ok ({counts})")
+    else:
+        loops = _count_parfors(m)
+        print(f"{args.file}: ok (program {m.name}: {counts}; {len(m.procedures)} "
+              f"procedure(s); {loops} parallel loop(s))")
     return 0
+
+
+def _count_parfors(p: Program) -> int:
+    """The parallel loops of a program's body and procedures."""
+    from sarek_py.launch.program import ParFor, iter_host
+
+    bodies = [p.body, *(proc.body for proc in p.procedures)]
+    return sum(isinstance(s, ParFor) for b in bodies for s in iter_host(b))
 
 
 def _at_least(low: int) -> Callable[[str], int]:
@@ -203,16 +285,19 @@ def _size(text: str) -> tuple[str, tuple[int, ...]]:
 
 def _configure_run(p: argparse.ArgumentParser) -> None:
     _file_arg(p)
-    p.add_argument("--kernel", "-k", required=True, metavar="K", help="the kernel to run")
-    p.add_argument("--threads", "-n", required=True, type=_positive, metavar="N",
-                   help="number of threads to launch")
-    p.add_argument("--block", "-b", type=_positive, default=256, metavar="B",
+    p.add_argument("--kernel", "-k", metavar="K",
+                   help="the kernel to run (required unless FILE holds a host program, "
+                        "which then runs as a whole)")
+    p.add_argument("--threads", "-n", type=_positive, metavar="N",
+                   help="number of threads to launch (required with --kernel)")
+    p.add_argument("--block", "-b", type=_positive, metavar="B",
                    help="threads per block (default 256)")
     p.add_argument("--size", action="append", type=_size, default=[], metavar="NAME=N",
                    help="an integer scalar parameter's value, or an array parameter's "
-                        "extents (NAME=RxC for 2-D); repeatable")
-    p.add_argument("--seed", type=_at_least(0), default=0, metavar="S",
-                   help="seed of the random inputs (default 0)")
+                        "extents (NAME=RxC for 2-D); of a host program: an integer scalar "
+                        "variable's initial value; repeatable")
+    p.add_argument("--seed", type=_at_least(0), metavar="S",
+                   help="seed of the random inputs of a kernel (default 0)")
     p.add_argument("--backend", default="interp",
                    help="where to run: interp (the reference interpreter, default) or a "
                         "runtime of sarek_py.launch.runtime")
@@ -220,17 +305,115 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    help="do not report data races (interpreter)")
 
 
-@command("run", "run a kernel on random inputs and print a digest of every array",
-         _configure_run)
+@command("run", "run a kernel (of a .sk or .py file) on random inputs, or a host program, "
+                "and print a digest of every array", _configure_run)
 def _run(args: argparse.Namespace) -> int:
-    k = find_kernel(load_checked(args.file), args.kernel, args.file)
-    inputs = make_inputs(k, dict(_sizes(args.size)), args.threads, args.seed)
+    target = run_target(args)
+    if not isinstance(target, Kernel):
+        result = run_program_args(target, args, args.backend)
+        for line in describe_program_run(target, result):
+            print(line)
+        return 0
+    inputs = make_inputs(target, dict(_sizes(args.size)), args.threads, seed_of(args))
     run_kernel = _backend(args.backend)
-    result = run_kernel(k, inputs, args.threads, args.block,
+    result = run_kernel(target, inputs, args.threads, block_of(args),
                         check_races=not args.no_race_check)
-    for line in describe_run(k, inputs, result):
+    for line in describe_run(target, inputs, result):
         print(line)
     return 0
+
+
+def seed_of(args: argparse.Namespace) -> int:
+    """``--seed`` of a kernel run (default 0)."""
+    return 0 if args.seed is None else int(args.seed)
+
+
+def block_of(args: argparse.Namespace) -> int:
+    """``--block`` of a kernel run (default 256)."""
+    return 256 if args.block is None else int(args.block)
+
+
+def run_target(args: argparse.Namespace) -> Kernel | Program:
+    """What ``run`` runs (CLI-6, CLI-11): kernel ``--kernel`` of the checked module, or the
+    checked host program when ``FILE`` holds one and no ``--kernel`` is named.
+
+    Raises :class:`UsageError` when ``--kernel`` or ``--threads`` is missing for a kernel,
+    or when a kernel-only option (``--threads``, ``--block``, ``--seed``) is given for a
+    program."""
+    from sarek_py.ir.typecheck import check_module
+
+    m = load_any(args.file)
+    if isinstance(m, Module) or args.kernel is not None:
+        mod = m if isinstance(m, Module) else program_module(m)
+        if args.kernel is None:
+            raise UsageError("the following argument is required: --kernel K "
+                             f"({args.file} holds kernels, not a host program)")
+        if args.threads is None:
+            raise UsageError("the following argument is required to run a kernel: "
+                             "--threads N")
+        check_module(mod)
+        return find_kernel(mod, args.kernel, args.file)
+    given = [opt for opt, v in (("--threads", args.threads), ("--block", args.block),
+                                ("--seed", args.seed)) if v is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)}: {args.file} holds the host program "
+                         f"'{m.name}', whose parallel loops and launches set their own "
+                         "threads; name a kernel with --kernel to run it alone")
+    check_any(m)
+    return m
+
+
+def program_preset(p: Program, sizes: Sequence[tuple[str, tuple[int, ...]]]) -> dict[str, Any]:
+    """``--size NAME=N`` of a program run: the initial value of integer scalar ``NAME``
+    (replacing its declared initial value). Raises :class:`UsageError` otherwise."""
+    out: dict[str, Any] = {}
+    for name, value in _sizes(sizes):
+        try:
+            v = p.var(name)
+        except KeyError:
+            raise UsageError(f"--size {name}: program '{p.name}' declares no variable "
+                             f"'{name}'") from None
+        t = v.type
+        if isinstance(t, ArrayType) or not t.is_int or len(value) != 1:
+            raise UsageError(f"--size {name}: '{name}' is a {t} variable; --size gives a "
+                             "value only to an integer scalar of a program")
+        if value[0] >= 2 ** (t.bits - 1):
+            raise UsageError(f"--size {name}: {value[0]} does not fit in {t}")
+        out[name] = t.dtype.type(value[0])
+    return out
+
+
+def run_program_args(p: Program, args: argparse.Namespace, backend: str) -> Any:
+    """Run host program ``p`` (HP-13) with ``--size`` presets, its parallel loops and
+    launches on ``backend`` (``interp``: the reference interpreter); the ``HostResult``."""
+    from sarek_py.launch.host_interp import run_program
+
+    preset = program_preset(p, args.size)
+    device = None
+    if backend != "interp":
+        from sarek_py.launch.runtime import get_backend
+
+        device = get_backend(backend)
+    return run_program(p, preset, backend=device, check_races=not args.no_race_check)
+
+
+def describe_program_run(p: Program, result: Any) -> list[str]:
+    """The report of a program run (CLI-11): the program's output lines, then one line per
+    declared variable in declaration order (``NAME = VALUE`` for a scalar, the array line
+    of CLI-7 for an array, ``NAME: not allocated`` for an array without storage), then
+    ``stop: program stopped with code C`` when it executed ``stop``."""
+    lines = list(result.output)
+    for d in p.decls:
+        name = d.var.name
+        value = result.values.get(name)
+        if isinstance(d.var.type, ArrayType):
+            lines.append(array_line(name, value) if isinstance(value, np.ndarray)
+                         else f"{name}: not allocated")
+        else:
+            lines.append(f"{name} = {value!s}")
+    if result.stop_code is not None:
+        lines.append(f"stop: program stopped with code {result.stop_code}")
+    return lines
 
 
 def _sizes(pairs: Sequence[tuple[str, tuple[int, ...]]]) -> list[tuple[str, tuple[int, ...]]]:
@@ -333,20 +516,22 @@ def _random(rng: np.random.Generator, elem: Scalar,
     return out
 
 
+def array_line(name: str, array: np.ndarray[Any, Any]) -> str:
+    """``NAME: sha256=<hex> [v0, v1, v2, v3, ...]`` (CLI-7)."""
+    a = np.ascontiguousarray(array)
+    digest = hashlib.sha256(a.tobytes()).hexdigest()
+    flat = a.reshape(-1)
+    shown = [str(v) for v in flat[:SHOWN_VALUES]]
+    if flat.size > SHOWN_VALUES:
+        shown.append("...")
+    return f"{name}: sha256={digest} [{', '.join(shown)}]"
+
+
 def describe_run(k: Kernel, args: dict[str, Any], result: Any) -> list[str]:
     """The report of a run: each scalar's value, then one line per array parameter
     (``name: sha256=<hex> [first values …]``), then the stop codes if a thread stopped."""
     lines = [f"{p.name} = {args[p.name]!s}" for p in k.params if not p.is_array]
-    for p in k.params:
-        if not p.is_array:
-            continue
-        a = np.ascontiguousarray(args[p.name])
-        digest = hashlib.sha256(a.tobytes()).hexdigest()
-        flat = a.reshape(-1)
-        shown = [str(v) for v in flat[:SHOWN_VALUES]]
-        if flat.size > SHOWN_VALUES:
-            shown.append("...")
-        lines.append(f"{p.name}: sha256={digest} [{', '.join(shown)}]")
+    lines += [array_line(p.name, args[p.name]) for p in k.params if p.is_array]
     codes = getattr(result, "stop_codes", None)
     if codes is not None and np.any(codes != 0):
         stopped = np.asarray(codes)[np.asarray(codes) != 0]
@@ -421,4 +606,7 @@ def _silence_stdout() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # plugins register with the imported module ``sarek_py.cli``, not with ``__main__``
+    from sarek_py.cli import main as _imported_main
+
+    sys.exit(_imported_main())

@@ -1,4 +1,4 @@
-"""The ``sarek-py`` command (docs/cli.md, CLI-1..CLI-9), run in-process with ``main``
+"""The ``sarek-py`` command (docs/cli.md, CLI-1..CLI-13), run in-process with ``main``
 and once as the installed console script."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import pytest
 
 from sarek_py import cli
 from sarek_py.cli import COMMANDS, command, main, make_inputs
+from sarek_py.ir.nodes import Module
 from sarek_py.ir.types import ArrayType
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -241,10 +243,18 @@ def test_cli4_cli5_examples_print_twice_equal_and_check(
 def test_cli6_cli7_examples_run_deterministically(
         example: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Every kernel of every example runs (integer scalars 16, multi-dimensional arrays
-    16 x … x 16) and prints the same report twice."""
-    from sarek_py.ir.parser import parse_module
-
-    for k in parse_module(example.read_text(), str(example)).kernels:
+    16 x … x 16) and prints the same report twice; an example holding a host program runs
+    as a program (CLI-11): one line per declared variable, the same twice."""
+    loaded = cli.load_any(str(example))
+    if not isinstance(loaded, Module):
+        first = run_cli(capsys, "run", example)
+        assert first[0] == 0 and first[2] == "", first
+        names = [LINE.match(x).group(1) for x in first[1].splitlines()  # type: ignore[union-attr]
+                 if LINE.match(x)]
+        assert names == [d.var.name for d in loaded.decls if d.var.is_array]
+        assert run_cli(capsys, "run", example) == first
+        return
+    for k in loaded.kernels:
         argv: list[str | Path] = ["run", example, "--kernel", k.name, "--threads", "256",
                                   "--block", "64", "--seed", "4"]
         for p in k.params:
@@ -469,3 +479,314 @@ def test_cli1_console_script(files: dict[str, Path]) -> None:
     assert_no_traceback(bad.stderr)
     usage = subprocess.run([*base, "run"], capture_output=True, text=True, timeout=60)
     assert usage.returncode == 2 and "usage:" in usage.stderr
+
+
+# ----------------------------------------------------------------------- CLI-10, 11, 12
+
+PROGRAM = """\
+// a program with a kernel, a parallel loop, a launch, output and a stop
+kernel twice(a : f32[], n : i32) =
+  let i = global_thread_id in
+  if i < n then a[i] <- 2.0f * a[i]
+
+program demo
+  var n : i32 = 6;
+  var s : f64 = 0.5;
+  var a : f32[] allocatable;
+  var b : f32[] allocatable;
+begin
+  allocate a[n];
+  parallel for (i = 0 to n - 1) do a[i] <- f32(i) done;
+  launch twice(a, n) threads n block 4;
+  sync;
+  print a[1], s;
+  stop 3
+end
+"""
+
+
+@pytest.fixture
+def program(tmp_path: Path) -> Path:
+    path = tmp_path / "demo.sk"
+    path.write_text(PROGRAM)
+    return path
+
+
+def test_cli10_load_any_dispatches_on_content(program: Path, files: dict[str, Path]) -> None:
+    from sarek_py.launch.program import Program
+
+    loaded = cli.load_any(str(program))
+    assert isinstance(loaded, Program) and loaded.name == "demo"
+    assert isinstance(cli.load_any(str(files["saxpy"])), Module)
+    assert isinstance(cli.load_any(str(ROOT / "examples" / "python" / "saxpy.py")), Module)
+    # the kernel commands see the program's kernels
+    assert [k.name for k in cli.load_checked(str(program)).kernels] == ["twice"]
+    assert not cli.is_program_text("kernel k(x : f32[]) =\n  // program p\n  x[0] <- 1.0f\n")
+
+
+def test_cli10_print_and_check_a_program(program: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    text = _print_twice(program, tmp_path, capsys)
+    assert "program demo" in text and "kernel twice(a : f32[], n : i32) =" in text
+    assert "// a program" not in text
+    code, out, err = run_cli(capsys, "check", program)
+    assert (code, err) == (0, "")
+    assert out == (f"{program}: ok (program demo: 1 kernel(s): twice; 0 helper(s); "
+                   "0 procedure(s); 1 parallel loop(s))\n")
+    code, out, err = run_cli(capsys, "print", program, "--sexp")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (f"sarek-py print: error: --sexp prints kernel modules; "
+                                    f"{program} holds the host program 'demo'")
+
+
+def test_cli10_check_finds_errors_in_a_program(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.sk"
+    bad.write_text(PROGRAM.replace("allocate a[n];", "allocate a[n];\n  n := s;"))
+    code, out, err = run_cli(capsys, "check", bad)
+    assert (code, out) == (1, "")
+    assert err.startswith(f"{bad}:13:3: error: "), err
+    assert_no_traceback(err)
+    helper = tmp_path / "helper.sk"  # the program's helpers are checked too (purity)
+    helper.write_text("pure fun f(a : f32[]) : f32 = (a[0] <- 1.0f; return 0.0f)\n"
+                      + PROGRAM)
+    code, _, err = run_cli(capsys, "check", helper)
+    assert code == 1 and "pure helper 'f' stores into array 'a'" in err
+
+
+def test_cli11_run_a_program(program: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "run", program)
+    assert (code, err) == (0, "")
+    a = np.array([0, 2, 4, 6, 8, 10], dtype=np.float32)
+    assert out.splitlines() == [
+        "2.0 0.5",  # the program's own output
+        "n = 6",
+        "s = 0.5",
+        f"a: sha256={hashlib.sha256(a.tobytes()).hexdigest()} [0.0, 2.0, 4.0, 6.0, ...]",
+        "b: not allocated",
+        "stop: program stopped with code 3",
+    ]
+    code, out, _ = run_cli(capsys, "run", program, "--size", "n=3")
+    assert code == 0 and "n = 3" in out
+    assert f"a: sha256={hashlib.sha256(a[:3].tobytes()).hexdigest()} [0.0, 2.0, 4.0]" in out
+
+
+def test_cli11_compare_a_program(program: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "run", program, "--compare", "interp")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-2:] == ["compare interp with interp:", "  a: identical (24 bytes)"]
+
+
+def test_cli11_run_a_kernel_of_a_program_file(program: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "run", program, "--kernel", "twice", "--threads", "4",
+                             "--size", "n=4", "--seed", "2")
+    assert (code, err) == (0, "")
+    from sarek_py.ir.parser import parse_module
+
+    k = parse_module(PROGRAM[:PROGRAM.index("program demo")]).kernel("twice")
+    a = make_inputs(k, {"n": (4,)}, 4, 2)["a"] * np.float32(2)
+    assert out.splitlines() == ["n = 4",
+                                f"a: sha256={hashlib.sha256(a.tobytes()).hexdigest()} "
+                                f"[{', '.join(str(v) for v in a)}]"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--threads", "4"], "--threads: "),
+    (["--block", "4", "--seed", "1"], "--block, --seed: "),
+    (["--size", "q=1"], "--size q: program 'demo' declares no variable 'q'"),
+    (["--size", "s=1"], "--size s: 's' is a f64 variable"),
+    (["--size", "a=4"], "--size a: 'a' is a f32[] variable"),
+    (["--size", "n=2x2"], "--size n: 'n' is a i32 variable"),
+    (["--size", "n=2147483648"], "--size n: 2147483648 does not fit in i32"),
+    (["--size", "n=1", "--size", "n=2"], "--size n=… given twice"),
+])
+def test_cli11_program_usage_errors(extra: list[str], message: str, program: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "run", program, *extra)
+    assert (code, out) == (2, "")
+    last = err.splitlines()[-1]
+    assert last.startswith("sarek-py run: error: ") and message in last, err
+
+
+def test_cli11_kernel_module_needs_kernel_and_threads(files: dict[str, Path],
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "run", files["saxpy"], "--threads", "4")
+    assert code == 2 and "required: --kernel K" in err.splitlines()[-1]
+    code, _, err = run_cli(capsys, "run", files["saxpy"], "--kernel", "saxpy")
+    assert code == 2 and err.splitlines()[-1].endswith("--threads N")
+
+
+def test_cli11_compare_a_program_reports_differences(program: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-1, CLI-11: a program whose runs differ on the two backends exits 1 and says
+    where (the second backend is made to flip one element)."""
+    real = cli.run_program_args
+
+    def skewed(p: object, args: argparse.Namespace, backend: str) -> object:
+        result = real(p, args, "interp")  # type: ignore[arg-type]
+        if backend == "other":
+            result.values["a"][2] += 1
+        return result
+
+    monkeypatch.setattr(cli, "run_program_args", skewed)
+    code, out, _ = run_cli(capsys, "run", program, "--backend", "interp", "--compare", "other")
+    assert code == 1
+    assert out.splitlines()[-1] == ("  a: DIFFERENT: 1 of 6 elements differ (first at flat "
+                                    "index 2: np.float32(4.0) vs np.float32(5.0))")
+
+
+def test_cli10_standard_input_holds_a_program_or_kernels(
+        program: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Standard input is read once per command, whatever reads it (CLI-10)."""
+    import io
+
+    def stdin(text: str) -> None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+
+    stdin(PROGRAM)
+    code, out, _ = run_cli(capsys, "check", "-")
+    assert code == 0 and out.startswith("-: ok (program demo: 1 kernel(s): twice;")
+    stdin(PROGRAM)
+    code, _, err = run_cli(capsys, "opt", "-", "-p", "fuse")
+    assert code == 2 and "not from standard input" in err.splitlines()[-1]
+    stdin(SAXPY)
+    code, out, err = run_cli(capsys, "opt", "-", "-p", "inline")
+    assert (code, err) == (0, "") and "kernel saxpy(" in out
+
+
+def test_cli10_emit_of_a_program_without_kernels(capsys: pytest.CaptureFixture[str]) -> None:
+    """A program whose work is in parallel loops has no kernel to emit: say how to get
+    them (CLI-10)."""
+    example = ROOT / "examples" / "advection_diffusion.sk"
+    code, out, err = run_cli(capsys, "emit", example, "--target", "cuda")
+    assert (code, out) == (1, "")
+    assert err.startswith(f"error: {example} holds a host program without kernels")
+    assert "-p offload --dump-dir" in err
+
+
+def test_cli12_help_of_every_file_command_names_py(capsys: pytest.CaptureFixture[str]) -> None:
+    cli.build_parser()
+    for name in sorted(set(COMMANDS) - {"kernels"}):
+        code, out, _ = run_cli(capsys, name, "--help")
+        assert code == 0 and out.startswith(f"usage: sarek-py {name}"), name
+        flat = " ".join(out.split())
+        assert "FILE" in flat and ".py" in flat and ".sk" in flat, name
+
+
+@pytest.mark.parametrize("argv", [
+    ["print", "{py}"],
+    ["check", "{py}"],
+    ["run", "{py}", "--kernel", "saxpy", "--threads", "8"],
+    ["emit", "{py}", "--target", "opencl"],
+    ["opt", "{py}", "-p", "inline"],
+])
+def test_cli12_py_files_work_where_sk_files_do(argv: list[str],
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The same command on examples/saxpy.sk and its Python twin prints the same, up to
+    the file name."""
+    sk = ROOT / "examples" / "saxpy.sk"
+    py = ROOT / "examples" / "python" / "saxpy.py"
+    code_py, out_py, err_py = run_cli(capsys, *(a.format(py=py) for a in argv))
+    code_sk, out_sk, _ = run_cli(capsys, *(a.format(py=sk) for a in argv))
+    assert (code_py, err_py) == (0, "")
+    assert code_sk == 0
+    assert out_py.replace(str(py), "F") == out_sk.replace(str(sk), "F")
+
+
+def test_cli9_module_run_keeps_plugins() -> None:
+    """``python -m sarek_py.cli`` registers the plugins' subcommands too."""
+    got = subprocess.run([sys.executable, "-m", "sarek_py.cli", "run", "--help"],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert got.returncode == 0 and "--compare" in got.stdout
+
+
+# ------------------------------------------------------------------- CLI-13: docs/cli.md
+
+DOCS = ROOT / "docs" / "cli.md"
+_EXIT = re.compile(r"\s+#\s*exit\s+(\d+)\s*$")
+
+
+def doc_examples() -> list[tuple[int, str, int, list[str]]]:
+    """The ``$ sarek-py …`` examples of docs/cli.md: (line number, command line, expected
+    exit status, expected output lines) — the lines up to the next ``$`` or the end of
+    the code block."""
+    out: list[tuple[int, str, int, list[str]]] = []
+    in_block = False
+    current: tuple[int, str, int, list[str]] | None = None
+    for no, line in enumerate(DOCS.read_text().splitlines(), 1):
+        if line.startswith("```"):
+            in_block = not in_block
+            if current is not None:
+                out.append(current)
+                current = None
+            continue
+        if not in_block:
+            continue
+        if line.startswith("$ "):
+            if current is not None:
+                out.append(current)
+            command = line[2:]
+            m = _EXIT.search(command)
+            code = int(m.group(1)) if m else 0
+            current = (no, _EXIT.sub("", command), code, [])
+        elif current is not None:
+            current[3].append(line)
+    return out
+
+
+def output_pattern(expected: list[str]) -> re.Pattern[str]:
+    """``…`` is any text within a line; a line of only ``…`` any number of lines."""
+    parts = []
+    for line in expected:
+        if line.strip() == "…":
+            parts.append(r"(?:[^\n]*\n)*?")
+        else:
+            parts.append(".*?".join(re.escape(p) for p in line.split("…")) + r"\n")
+    return re.compile("".join(parts))
+
+
+def _needs_opencl(command: str) -> bool:
+    return re.search(r"--(backend|compare)\s+opencl", command) is not None
+
+
+def _opencl_available() -> bool:
+    try:
+        from sarek_py.launch.runtime import get_backend
+
+        get_backend("opencl")
+    except Exception:  # noqa: BLE001  (any reason it cannot run here)
+        return False
+    return True
+
+
+DOC_EXAMPLES = doc_examples()
+
+
+def test_cli13_docs_have_examples_of_every_subcommand() -> None:
+    """CLI-13: the page shows every registered subcommand at work."""
+    cli.build_parser()
+    shown = {shlex.split(cmd)[1] for _, cmd, _, _ in DOC_EXAMPLES}
+    assert shown == set(COMMANDS) - {"kernels"}
+    assert len(DOC_EXAMPLES) >= 20
+
+
+@pytest.mark.parametrize("example", DOC_EXAMPLES, ids=[f"line{e[0]}" for e in DOC_EXAMPLES])
+def test_cli13_docs_examples_are_true(example: tuple[int, str, int, list[str]],
+                                      monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-13: each ``$ sarek-py …`` line of docs/cli.md, run from the repository root,
+    exits with the status shown and prints the lines shown."""
+    no, command, status, expected = example
+    if _needs_opencl(command) and not _opencl_available():
+        pytest.skip("the OpenCL backend cannot run here")
+    argv = shlex.split(command)
+    assert argv[0] == "sarek-py"
+    monkeypatch.chdir(ROOT)
+    code, out, err = run_cli(capsys, *argv[1:])
+    assert code == status, f"docs/cli.md:{no}: {command}\n{err}"
+    assert output_pattern(expected).fullmatch(out + err), \
+        f"docs/cli.md:{no}: {command}\n--- got:\n{out}{err}--- expected:\n" + "\n".join(expected)
+    assert_no_traceback(err)

@@ -233,7 +233,7 @@ def test_cg7_literals_are_exact() -> None:
 def test_cg7_operators_and_casts_text() -> None:
     src = emit_opencl(kernel("int_ops"))
     assert "out[(long)i * out_len1 + 0] = a / b;" in src
-    assert "(a << 3) >> 2" in src
+    assert "((int)((uint)a << 3)) >> 2" in src  # a may be negative: CG-18
     assert "(a & 12) | (b ^ 5)" in src
     fl = emit_opencl(kernel("float_ops"))
     assert "(float)(int)(a * 100.0f)" in fl
@@ -246,11 +246,14 @@ def test_cg7_operators_and_casts_text() -> None:
 
 def test_cg8_math_functions() -> None:
     cu = emit_cuda(kernel("exact_math"))
+    # k[i] - 50 may overflow: it is computed unsigned, and its abs may meet INT_MIN (CG-18)
     for f in ("fminf(a, 0.25f)", "fmaxf(a, -0.25f)", "floorf(", "ceilf(", "fmin(d[i], 0.25)",
-              "min(k[i] - 50, 7)", "abs(k[i] - 50)"):
+              "min((int)((unsigned int)k[i] - 50u), 7)",
+              "sarek_abs_i32((int)((unsigned int)k[i] - 50u))", " abs(k[i] % 1000)"):
         assert f in cu, f
     cl = emit_opencl(kernel("exact_math"))
-    assert "fmin(a, 0.25f)" in cl and "(int)abs(k[i] - 50)" in cl and "sqrt(fabs(a))" in cl
+    assert ("fmin(a, 0.25f)" in cl and "(int)abs(k[i] % 1000)" in cl
+            and "sqrt(fabs(a))" in cl)
 
 
 # ------------------------------------------------------------------------ CG-9, CG-10
@@ -321,12 +324,21 @@ def test_cg12_unstable_bounds_are_evaluated_once() -> None:
         BinaryOp.ADD, Read(a, (zero,)), Const(1, Scalar.I32))))
     k = Kernel("grow", (a, out), (), loop)
     src = emit_opencl(k)
-    assert "const int j_last = a[0];" in src and "j <= j_last" in src
+    # a[0] may be INT_MAX: the loop leaves after its last value (CG-19)
+    assert "const int j_last = a[0];" in src and "if (j == j_last) break;" in src
     from test_codegen_exact import opencl_or_skip
 
     buf = np.array([3], np.int32)
     opencl_or_skip().run_kernel(k, {"a": buf, "out": np.zeros(1, np.int32)}, 1, 1)
     assert buf[0] == 7  # four iterations, bound read once
+    capped = For(j, zero, Intrinsic("min", (Read(a, (zero,)), Const(100, Scalar.I32))),
+                 loop.body)
+    src = emit_opencl(Kernel("grow", (a, out), (), capped))
+    assert "const int j_last = min(a[0], 100);" in src and "j <= j_last; j++" in src
+    buf = np.array([3], np.int32)
+    opencl_or_skip().run_kernel(Kernel("grow", (a, out), (), capped),
+                                {"a": buf, "out": np.zeros(1, np.int32)}, 1, 1)
+    assert buf[0] == 7
     stable = For(j, zero, Const(3, Scalar.I32), Store(out, (Ref(j),), Ref(j)))
     assert "j_last" not in emit_opencl(Kernel("k", (a, out), (), stable))
 
@@ -426,3 +438,130 @@ def test_cg1_pragmas_from_the_table() -> None:
     assert "#pragma nounroll\n    for" in cl and "#pragma unroll 1\n    for" in cu
     assert "// pragma 'vectorize': not understood by opencl here" in cl
     assert "bump(x, x_len0, i);" in cl  # a unit helper called for its effect
+
+
+# ------------------------------------------------------------------- CG-18 … CG-20
+
+
+def test_cg18_wrapping_arithmetic_text() -> None:
+    cl = emit_opencl(kernel("wrapping"))
+    for text in ("(int)((uint)a + (uint)b);", "(int)((uint)a - (uint)b - 1u);",
+                 "(int)((uint)a * (uint)b * 3u);", "(int)-(uint)a;", "(int)((uint)a << 7);",
+                 "(int)((int)((uint)a + 1u) > a)", "h = (int)((uint)h * 65599u + (uint)b);",
+                 "(long)((ulong)p + (ulong)q);", "(long)-(ulong)p;", "(long)((ulong)p << 40L);"):
+        assert text in cl, text
+    assert ("int sarek_abs_i32(int x) {\n  return (int)(x < 0 ? 0u - (uint)x : (uint)x);\n}"
+            in cl and "long sarek_abs_i64(long x)" in cl and "= sarek_abs_i32(a);" in cl)
+    cu = emit_cuda(kernel("wrapping"))
+    assert "(int)((unsigned int)a + (unsigned int)b);" in cu
+    assert "__device__ long long sarek_abs_i64(long long x) {" in cu
+    assert "(long long)((unsigned long long)p * (unsigned long long)q * 3ULL);" in cu
+    # provably in range: the plain signed operation stays (i < length(b, 0), a constant
+    # loop, a length minus one, a bool converted to int)
+    g = emit_opencl(kernel("grid2d"))
+    assert "a[(long)(i + 1 - 1) * a_len1 + j]" in g and "int j = a_len1 - 1;" in g
+    assert "(int)(a < b) + (int)(a == b) * 2 + (int)!(a >= b) * 4" in emit_opencl(
+        kernel("int_ops"))
+
+
+def test_cg18_ranges_are_sound_and_narrowed() -> None:
+    from sarek_py.codegen.ranges import int_range, no_overflow, refine, type_range
+
+    i, n = var("i", Scalar.I32), var("n", Scalar.I32)
+    gid = Intrinsic("global_thread_id")
+    one = Const(1, Scalar.I32)
+    assert int_range(gid, {}) == type_range(Scalar.I32)
+    assert int_range(Intrinsic("thread_idx_x"), {}) == (0, 2**31 - 1)
+    env = refine(Binary(BinaryOp.LT, Ref(i), Ref(n)), {})
+    assert env[i.id] == (-(2**31), 2**31 - 2)
+    assert int_range(Binary(BinaryOp.ADD, Ref(i), one), env)[1] == 2**31 - 1
+    assert not no_overflow(BinaryOp.ADD, type_range(Scalar.I32), (1, 1), Scalar.I32)
+    assert no_overflow(BinaryOp.ADD, env[i.id], (1, 1), Scalar.I32)
+    # the negation of a comparison narrows the other side; a mutable variable never
+    m = var("m", Scalar.I32, mutable=True)
+    assert refine(Binary(BinaryOp.GE, Ref(i), Const(5, Scalar.I32)), {}, False)[i.id] == (
+        -(2**31), 4)
+    assert m.id not in refine(Binary(BinaryOp.LT, Ref(m), one), {})
+    assert int_range(Binary(BinaryOp.MOD, Ref(i), Const(4, Scalar.I32)), {}) == (-3, 3)
+    tid = Intrinsic("thread_idx_x")
+    assert refine(Binary(BinaryOp.LT, Ref(i), tid), {})[i.id] == (-(2**31), 2**31 - 2)
+    assert refine(Binary(BinaryOp.LT, tid, Ref(i)), {})[i.id] == (1, 2**31 - 1)
+    assert refine(Binary(BinaryOp.AND, Binary(BinaryOp.GE, Ref(i), one),
+                         Binary(BinaryOp.LE, Ref(i), Const(9, Scalar.I32))), {})[i.id] == (1, 9)
+    # a sum that may overflow has the whole range (it wraps)
+    assert int_range(Binary(BinaryOp.MUL, Ref(n), Const(2, Scalar.I32)), {}) == type_range(
+        Scalar.I32)
+
+
+@needs_nvcc
+def test_cg18_nvcc_does_not_fold_overflow_away() -> None:
+    """`a + 1 > a` is false for INT_MAX in the interpreter: nvcc must compare, not fold the
+    test to true as it does for C's signed (undefined on overflow) addition."""
+    a, out = var("a", Scalar.I32), var("out", array(Scalar.I32))
+    test = Binary(BinaryOp.GT, Binary(BinaryOp.ADD, Ref(a), Const(1, Scalar.I32)), Ref(a))
+    from sarek_py.ir.nodes import Cast
+
+    k = Kernel("gt", (a, out), (), Store(out, (Const(0, Scalar.I32),), Cast(Scalar.I32, test)))
+    folded = Kernel("gt", (a, out), (), Store(out, (Const(0, Scalar.I32),),
+                                               Const(1, Scalar.I32)))
+    # one comparison more than the kernel that stores 1 (the thread-count guard has one)
+    ptx, base = compile_ptx(emit_cuda(k)), compile_ptx(emit_cuda(folded))
+    assert ptx.count("setp") == base.count("setp") + 1
+    for name in ("wrapping", "loop_ends"):
+        assert f".entry {name}" in compile_ptx(emit_cuda(kernel(name)))
+
+
+def test_cg19_loop_forms() -> None:
+    src = emit_opencl(kernel("loop_ends"))
+    # the bound may be INT_MAX / INT_MIN / the i64 ends: never step past it
+    assert "if ((int)((uint)hi - 2u) <= hi) {\n      for (int j = (int)((uint)hi - 2u); ; j++) {" \
+        in src
+    assert "if (j == hi) break;" in src and "if (j_2 == lo) break;" in src
+    assert "for (long j_3 = (long)((ulong)hi64 - 2UL); ; j_3++)" in src
+    assert "for (long j_4 = (long)((ulong)lo64 + 2UL); ; j_4--)" in src
+    # a return inside the loop of a helper stays a return
+    assert "return (int)((uint)j - (uint)from + 1u);" in src
+    # provably below the end: the plain loop (constant, length - 1, a helper's length)
+    assert "for (int q = 0; q <= 3; q++)" in emit_opencl(kernel("grid2d"))
+    assert "for (int j = from; j <= a_len0 - 1; j++)" in emit_opencl(kernel("helpers"))
+    assert "for (long j = (long)i; j <= (long)i + 3L; j++)" in emit_opencl(kernel("wide"))
+
+
+def test_cg20_pragma_is_directly_before_its_for() -> None:
+    for k in (kernel("loop_ends"), kernel("unrolled")):
+        for src in (emit_opencl(k), emit_cuda(k)):
+            lines = src.splitlines()
+            pragmas = [n for n, line in enumerate(lines) if line.strip().startswith("#pragma unroll")
+                       or line.strip() == "#pragma nounroll"]
+            assert pragmas
+            for n in pragmas:
+                assert lines[n + 1].strip().startswith("for ("), lines[n - 1:n + 2]
+    src = emit_opencl(kernel("loop_ends"))
+    assert ("const int j_5_last = lim[0];\n    if (j_5_first <= j_5_last) {\n"
+            "      #pragma unroll\n      for (int j_5 = j_5_first; ; j_5++) {") in src
+
+
+def test_cg20_unstable_bound_pragma_builds_on_opencl() -> None:
+    """The case PoCL refused ("expected a for, while, or do-while loop to follow '#pragma
+    unroll'"): an unrolled loop whose bounds are stored in constants first."""
+    from test_codegen_exact import opencl_or_skip
+
+    be = opencl_or_skip()
+    src = parse_module("""
+kernel k(a : i32[], n : i32) =
+  if global_thread_id < n then
+    pragma "unroll" for j = 0 to min(a[0], 100) do a[1] <- a[1] + j done
+""")
+    check_module(src)
+    k = src.kernel("k")
+    assert ("const int j_last = min(a[0], 100);\n    #pragma unroll\n"
+            "    for (int j = j_first; j <= j_last; j++) {") in emit_opencl(k)
+    buf = np.array([4, 0], np.int32)
+    ref = buf.copy()
+    from sarek_py.launch.runtime import get_backend
+
+    get_backend("interp").run_kernel(k, {"a": ref, "n": np.int32(1)}, 1, 1)
+    be.run_kernel(k, {"a": buf, "n": np.int32(1)}, 1, 1)
+    assert ref.tolist() == [4, 10] and buf.tolist() == ref.tolist()
+    if NVCC is not None:
+        assert ".entry k" in compile_ptx(emit_cuda(k))

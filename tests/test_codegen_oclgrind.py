@@ -80,3 +80,36 @@ def test_cg17_examples_race_free_and_in_bounds(tmp_path: Path) -> None:
     reports = [r for r in re.split(r"\n\s*\n", proc.stderr) if PROBLEM.search(r)]
     kernels = {m.group(1) for r in reports for m in [re.search(r"Kernel: (\w+)", r)] if m}
     assert kernels == {"racy"}, proc.stderr[-3000:]
+
+
+LOOP_ENDS_SCRIPT = r"""
+import json, sys
+import numpy as np
+from sarek_py.ir.parser import parse_file
+from sarek_py.launch.runtime import get_backend
+
+k = parse_file(sys.argv[1]).kernel("loop_ends")
+args = {"hi": np.int32(2**31 - 1), "lo": np.int32(-(2**31)), "hi64": np.int64(2**63 - 1),
+        "lo64": np.int64(-(2**63)), "lim": np.array([2**31 - 1], np.int32),
+        "out": np.zeros(7, np.int32), "last": np.zeros(5, np.int64)}
+r = get_backend("opencl").run_kernel(k, args, 1, 1)
+print(json.dumps([args["out"].tolist(), args["last"].tolist(), r.stop_codes.tolist()]))
+"""
+
+
+@pytest.mark.skipif(OCLGRIND is None, reason="oclgrind is not installed (Debian: oclgrind)")
+def test_cg19_loops_at_type_ends_under_oclgrind(tmp_path: Path) -> None:
+    """CG-19 on a second OpenCL compiler: oclgrind's unoptimised build runs `j <= INT_MAX;
+    j++` past the end (the kernel stops itself with code 9 after 100 iterations), where
+    PoCL's optimiser happens to compute the trip count. The emitted loops run exactly the
+    interpreter's iterations on both."""
+    script = tmp_path / "loop_ends.py"
+    script.write_text(LOOP_ENDS_SCRIPT)
+    assert OCLGRIND is not None
+    proc = subprocess.run([OCLGRIND, sys.executable, str(script), str(CASES)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out, last, stops = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == [3, 3, 3, 3, 4, 0, 4]
+    assert last == [2**31 - 1, -(2**31), 2**63 - 1, -(2**63), 2**31 - 1]
+    assert stops == [0]

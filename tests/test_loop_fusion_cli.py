@@ -10,8 +10,7 @@ from sarek_py.cli import main
 from sarek_py.fusion.loop_opt import LoopOptionError, parse_transforms
 from sarek_py.launch.program_text import parse_program
 
-EXAMPLE = str(Path(__file__).resolve().parent.parent / "examples" / "programs"
-              / "advection_diffusion.sk")
+EXAMPLE = str(Path(__file__).resolve().parent.parent / "examples" / "advection_diffusion.sk")
 SMALL = """
 program small
   var n : i32 = 8;

@@ -1,4 +1,4 @@
-"""The seed's workload (examples/programs/advection_diffusion.sk) at a small size: fused, renamed
+"""The seed's workload (examples/advection_diffusion.sk) at a small size: fused, renamed
 and ping-ponged by the passes with no change to the source, bitwise equal across the
 unfused, fused and fused + swap programs (LF-14, PP-6)."""
 
@@ -12,8 +12,7 @@ from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
 from sarek_py.launch.host_interp import run_program
 from sarek_py.launch.program_text import parse_program_file, print_program
 
-EXAMPLE = (Path(__file__).resolve().parent.parent / "examples" / "programs"
-           / "advection_diffusion.sk")
+EXAMPLE = (Path(__file__).resolve().parent.parent / "examples" / "advection_diffusion.sk")
 SMALL = {"nx": 6, "ny": 5, "nt": 1}
 
 

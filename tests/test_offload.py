@@ -200,7 +200,7 @@ def test_off9_example_on_opencl_bitwise() -> None:
     from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
     from sarek_py.launch.program_text import parse_program_file
 
-    src = parse_program_file(Path(__file__).resolve().parent.parent / "examples" / "programs"
+    src = parse_program_file(Path(__file__).resolve().parent.parent / "examples"
                              / "advection_diffusion.sk")
     variants = [src, fuse_program(src)[0], fuse_program(src, FusionOptions(swap=True))[0]]
     outs = [run_program(offload(v), {"nx": 9, "ny": 7, "nt": 2}, device=backend,

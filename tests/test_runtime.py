@@ -411,3 +411,213 @@ def test_lch14_cuda_backend_glue_with_a_fake_driver(monkeypatch: pytest.MonkeyPa
     assert len(fake.modules) == 1  # loaded once
     with pytest.raises(LaunchError, match="limit of 1024"):
         be.run_kernel(M.kernel("saxpy"), saxpy_args(8), 8, 2048)
+
+
+# ---------------------------------------------------------------------------- LCH-17
+
+
+def _fresh_kernel(name: str) -> Any:
+    """A kernel object no test has launched yet (a new parse), named ``name``."""
+    return parse_module(SRC.replace("kernel saxpy(", f"kernel {name}(")).kernel(name)
+
+
+def test_lch17_second_launch_neither_emits_nor_builds() -> None:
+    be = backend("opencl")
+    k = _fresh_kernel("lch17_once")
+    ref = saxpy_args(300)
+    get_backend("interp").run_kernel(k, ref, 300, 64)
+    be.stats.reset()
+    first = saxpy_args(300)
+    be.run_kernel(k, first, 300, 64)
+    assert (be.stats.emits, be.stats.builds, be.stats.launches) == (1, 1, 1)
+    again = saxpy_args(300)
+    be.run_kernel(k, again, 300, 64)
+    assert (be.stats.emits, be.stats.builds, be.stats.launches) == (1, 1, 2)
+    assert first["y"].tobytes() == again["y"].tobytes() == ref["y"].tobytes()
+
+
+def test_lch17_equal_source_shares_the_built_program() -> None:
+    be = backend("opencl")
+    k1, k2 = _fresh_kernel("lch17_shared"), _fresh_kernel("lch17_shared")
+    assert k1 is not k2
+    be.stats.reset()
+    a1, a2 = saxpy_args(64), saxpy_args(64)
+    be.run_kernel(k1, a1, 64, 32)
+    be.run_kernel(k2, a2, 64, 32)
+    assert (be.stats.emits, be.stats.builds) == (2, 1)  # each object emitted, one build
+    assert a1["y"].tobytes() == a2["y"].tobytes()
+
+
+def test_lch17_bool_and_scalar_types_are_declared_once() -> None:
+    """The kernel object's scalar C types are set at the first launch; later launches with
+    other Python/numpy scalar types still pass the parameter's C type."""
+    be = backend("opencl")
+    k = parse_module(SRC).kernel("bools")
+    for flag in (True, np.bool_(False), True):
+        b = np.array([True, False, True], np.bool_)
+        ref = b.copy()
+        be.run_kernel(k, {"b": b, "flag": flag, "n": np.int64(3)}, 3, 4)
+        assert b.tolist() == [x != bool(flag) for x in ref.tolist()]
+
+
+def test_lch17_kernel_cache_is_by_identity_and_bounded() -> None:
+    from sarek_py.launch.runtime.cache import KernelCache
+
+    made: list[str] = []
+    cache: KernelCache[str] = KernelCache(lambda k: made.append(k.name) or k.name, limit=2)
+    a, b, c = (_fresh_kernel(n) for n in ("ka", "kb", "kc"))
+    assert [cache.get(a), cache.get(a), cache.get(b)] == ["ka", "ka", "kb"]
+    assert made == ["ka", "kb"] and (cache.hits, cache.misses) == (1, 2)
+    cache.get(_fresh_kernel("ka"))  # the same text, another object: prepared again
+    assert made == ["ka", "kb", "ka"] and len(cache) == 2  # a went (least recently used)
+    assert cache.get(b) == "kb" and made == ["ka", "kb", "ka"]  # b stayed
+    cache.get(a)
+    cache.get(c)
+    assert made == ["ka", "kb", "ka", "ka", "kc"] and len(cache) == 2
+
+
+def test_lch17_kernel_facts_are_the_kernels() -> None:
+    from sarek_py.launch.runtime.cache import kernel_facts
+
+    f = kernel_facts(M.kernel("sync_block"))
+    assert f.has_barrier and not f.can_stop and f.written == frozenset({"x"})
+    g = kernel_facts(M.kernel("via_helper"))
+    assert not g.has_barrier and g.written == written_arrays(M.kernel("via_helper"))
+    assert kernel_facts(M.kernel("via_helper")) is g  # computed once
+
+
+def test_lch17_cuda_compiles_each_kernel_object_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sarek_py.codegen.nvcc import find_nvcc
+    from sarek_py.launch.runtime import cuda
+
+    if find_nvcc() is None:
+        pytest.skip("nvcc is not installed here")
+    fake = _FakeDriver()
+    monkeypatch.setattr(cuda, "_import_driver", lambda: fake)
+    be = cuda.CudaBackend()
+    k = _fresh_kernel("lch17_cuda")
+    for _ in range(3):
+        be.run_kernel(k, saxpy_args(64), 64, 32)
+    assert (be.stats.emits, be.stats.builds, be.stats.launches) == (1, 1, 3)
+    assert len(fake.modules) == 1 and len(fake.launches) == 3
+
+
+# ---------------------------------------------------------------------------- LCH-18
+
+MEMO_PROGRAM = """
+program p
+  var n : i32 = 2;
+  var m : i32 = 30;
+  var a : i32[1:] allocatable;
+begin
+  for t = 1 to 7 do
+    if t % 3 == 1 then
+      (
+        if t > 1 then deallocate a;
+        m := m + 7;
+        allocate a[1:m]
+      );
+    n := n + (t % 2) * 3;
+    parallel for (i = 1 to n) do a[i] <- a[i] + i * t done;
+    parallel for (i = 1 to m) do a[i] <- a[i] * 2 done
+  done
+end
+"""
+
+
+@pytest.mark.parametrize("name", ["interp", "opencl"])
+def test_lch18_launch_expressions_follow_their_inputs(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thread counts that change with n and m between launches (and unchanged ones reused)
+    give the host-only run's result; the count that depends on m alone is walked only when
+    m changed (three times in seven iterations)."""
+    from sarek_py.launch.host_interp import HostInterp, run_program
+    from sarek_py.launch.launch import Launch
+    from sarek_py.launch.offload import offload
+    from sarek_py.launch.program import iter_host
+    from sarek_py.launch.program_text import parse_program
+
+    be = backend(name)
+    prog = parse_program(MEMO_PROGRAM)
+    ref = run_program(prog).array("a")
+    off = offload(prog, block_size=8)
+    walked: list[Any] = []
+    real = HostInterp._eval_checked
+
+    def counting(self: HostInterp, e: Any, f: Any) -> Any:
+        walked.append(e)
+        return real(self, e, f)
+
+    monkeypatch.setattr(HostInterp, "_eval_checked", counting)
+    got = run_program(off, device=be).array("a")
+    assert got.tobytes() == ref.tobytes()
+    launches = [s for s in iter_host(off.body) if isinstance(s, Launch)]
+    by_m = next(s.thread_count for s in launches if "loop_2" in s.kernel.name)
+    by_n = next(s.thread_count for s in launches if "loop_2" not in s.kernel.name)
+    assert sum(e is by_m for e in walked) == 3
+    assert sum(e is by_n for e in walked) == 4  # n changes at t = 1, 3, 5, 7
+
+
+def test_lch18_keys_hold_types_shapes_and_skip_floats() -> None:
+    from sarek_py.ir.nodes import Binary, BinaryOp, Const, Length, Ref, var
+    from sarek_py.ir.types import Scalar, array
+    from sarek_py.launch.host_interp import Frame, HostInterp
+    from sarek_py.launch.program_text import parse_program
+
+    hi = HostInterp(parse_program("program p\nbegin\n  ()\nend\n"))
+    n, a = var("n", Scalar.I32), var("a", array(Scalar.F32, 1))
+    x = var("x", Scalar.F64)
+    f = Frame({n: np.int32(3), a: np.zeros(5, np.float32), x: np.float64(0.0)})
+    e = Binary(BinaryOp.ADD, Ref(n), Length(a, 0))
+    assert hi.eval(e, f) == 8
+    f.set_var(a, np.zeros(9, np.float32))  # reallocated: same n, another shape
+    assert hi.eval(e, f) == 12
+    f.set_var(n, np.int32(-1))
+    assert hi.eval(e, f) == 8
+    inv = Binary(BinaryOp.DIV, Const(1.0, Scalar.F64), Ref(x))
+    assert hi.eval(inv, f) == np.inf
+    f.set_var(x, np.float64(-0.0))  # equal to 0.0, yet 1/x differs: floats are not reused
+    assert hi.eval(inv, f) == -np.inf
+
+
+
+# ---------------------------------------------------------------------------- LCH-19
+
+ZERO_PROGRAM = """
+program p
+  var n : i32 = 40;
+  var a : f64[1:] allocatable;
+  var b : f64[1:] allocatable;
+  var c : f64[1:] allocatable;
+begin
+  allocate a[1:n];
+  allocate b[1:n];
+  allocate c[1:n];
+  b[3] <- 2.5;
+  parallel for (i = 1 to n) do a[i] <- a[i] + b[i] + c[i] + f64(i) done;
+  c[2] <- 1.0;
+  parallel for (i = 1 to n) do a[i] <- a[i] * 2.0 + c[i] done
+end
+"""
+
+
+@pytest.mark.parametrize("name", ["interp", "opencl"])
+def test_lch19_fresh_arrays_are_zero_filled(name: str) -> None:
+    """a and c are fresh: zero-filled, not copied; b was stored by the host after its
+    allocation: copied. c is stored by the host after the first launch: copied in for the
+    second. The values are the host-only run's."""
+    from sarek_py.launch.host_interp import run_program
+    from sarek_py.launch.offload import offload
+    from sarek_py.launch.program_text import parse_program
+
+    be = backend(name)
+    prog = parse_program(ZERO_PROGRAM)
+    ref = run_program(prog)
+    be.stats.reset()
+    got = run_program(offload(prog, block_size=16), device=be)
+    for arr in "abc":
+        assert got.array(arr).tobytes() == ref.array(arr).tobytes()
+    nbytes = 40 * 8
+    assert be.stats.bytes_zeroed == 2 * nbytes  # a and c at the first launch
+    assert be.stats.bytes_in == 2 * nbytes  # b at the first launch, c at the second
+    assert got.array("a")[2] == 2 * (0 + 2.5 + 0 + 3)  # b[3] reached the device

@@ -25,6 +25,7 @@ import numpy as np
 
 from sarek_py.codegen.dialect import Dialect
 from sarek_py.codegen.names import Namer
+from sarek_py.codegen.ranges import Range, int_range, no_overflow, refine, type_range
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.intrinsics import MATH, THREAD_INTRINSICS
 from sarek_py.ir.nodes import (
@@ -114,6 +115,8 @@ _PREC: dict[BinaryOp, int] = {
     BinaryOp.MUL: 13, BinaryOp.DIV: 13, BinaryOp.MOD: 13,
 }
 _COND, _UNARY, _PRIMARY = 3, 14, 16
+#: integer operators that wrap in the interpreter and are undefined on overflow in C
+_WRAPPING = frozenset({BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.SHL})
 _I32_MIN, _I64_MIN = -(2**31), -(2**63)
 
 
@@ -145,6 +148,10 @@ class _Function:
         self.loc = loc
         self.owner = owner
         self.lines: list[str] = []
+        #: value ranges of the immutable integer variables in scope (CG-18, CG-19)
+        self.ranges: dict[int, Range] = {}
+        #: integer types whose wrapping ``abs`` function the code calls (CG-18)
+        self.wrapping_abs: set[Scalar] = set()
 
     # ------------------------------------------------------------------ types and names
 
@@ -221,6 +228,10 @@ class _Function:
                 return self.const(e)
             case Ref(var=v):
                 return self.name(v), _PRIMARY
+            case Unary(op=UnaryOp.NEG) | Binary(op=BinaryOp.ADD | BinaryOp.SUB | BinaryOp.MUL
+                                               | BinaryOp.SHL) if self.wraps(e):
+                text, prec = self.uexpr(e)
+                return f"({self.ctype(scalar_type_of(e))}){_paren(text, prec, _UNARY)}", _UNARY
             case Unary(op=op, arg=a):
                 text, prec = self.expr(a)
                 text = _paren(text, prec, _UNARY)
@@ -259,6 +270,45 @@ class _Function:
                 return str(extent), _PRIMARY
         raise CodegenError(f"cannot emit expression {e!r}", self.loc)
 
+    def wraps(self, e: Expr) -> bool:
+        """Whether integer ``e`` (``+ - * <<`` or unary ``-``) could overflow its type, so
+        that C must compute it in the unsigned type (CG-18)."""
+        t = scalar_type_of(e)
+        if not t.is_int:
+            return False
+        if isinstance(e, Unary):
+            return int_range(e.arg, self.ranges)[0] == type_range(t)[0]
+        assert isinstance(e, Binary)
+        return not no_overflow(e.op, int_range(e.lhs, self.ranges),
+                               int_range(e.rhs, self.ranges), t)
+
+    def uexpr(self, e: Expr) -> tuple[str, int]:
+        """C text of integer ``e`` computed in the unsigned type of its width, where ``+ - *
+        <<`` and unary ``-`` wrap as the interpreter's do (CG-18)."""
+        t = scalar_type_of(e)
+        u = self.d.unsigned[t]
+        match e:
+            case Const(value=int(v)) if v >= 0:
+                return f"{v}{self.d.unsigned_suffix[t]}", _PRIMARY
+            case Unary(op=UnaryOp.NEG, arg=a):
+                text, prec = self.uexpr(a)
+                return f"-{_paren(text, prec, _UNARY)}", _UNARY
+            case Binary(op=op, lhs=lhs, rhs=rhs) if op in _WRAPPING:
+                p = _PREC[op]
+                if (op in (BinaryOp.ADD, BinaryOp.SUB) and isinstance(rhs, Const)
+                        and isinstance(rhs.value, int) and type_range(t)[0] < rhs.value < 0):
+                    # x + -1 is x - 1u
+                    op = BinaryOp.SUB if op is BinaryOp.ADD else BinaryOp.ADD
+                    rhs = Const(-rhs.value, t)
+                lt, lp = self.uexpr(lhs)
+                # the shift count keeps its own (signed) type
+                rt, rp = self.expr(rhs) if op is BinaryOp.SHL else self.uexpr(rhs)
+                need_l = _PRIMARY if _mixes(op, lhs) else p
+                need_r = _PRIMARY if _mixes(op, rhs) else p + 1
+                return f"{_paren(lt, lp, need_l)} {op.value} {_paren(rt, rp, need_r)}", p
+        text, prec = self.expr(e)
+        return f"({u}){_paren(text, prec, _UNARY)}", _UNARY
+
     def cast(self, to: Scalar, a: Expr) -> tuple[str, int]:
         src = scalar_type_of(a)
         text, prec = self.expr(a)
@@ -277,6 +327,11 @@ class _Function:
         t = scalar_type_of(args[0])
         if t is Scalar.F64:
             self.uses_f64 = True
+        if n == "abs" and t.is_int and int_range(args[0], self.ranges)[0] == type_range(t)[0]:
+            # abs of the most negative value is itself (INT-10); C's abs may assume it
+            # never meets it
+            self.wrapping_abs.add(t)
+            return f"{_abs_name(t)}({self.expr(args[0])[0]})", _PRIMARY
         fn = self.d.math[(n, t)]
         call = f"{fn}({', '.join(self.expr(a)[0] for a in args)})"
         wrap = self.d.math_wrap.get((n, t))
@@ -327,8 +382,13 @@ class _Function:
     def stmt(self, s: Stmt, depth: int) -> None:
         match s:
             case Seq(stmts=ss):
+                saved = self.ranges
                 for x in ss:
                     self.stmt(x, depth)
+                    if isinstance(x, If) and _leaves(x.then) and _is_empty(x.else_):
+                        # past `if c then return`, c is false (CG-18)
+                        self.ranges = refine(x.cond, self.ranges, False)
+                self.ranges = saved
             case Empty():
                 pass
             case Let(var=v, value=val, body=body):
@@ -338,34 +398,43 @@ class _Function:
                 else:
                     text = self.expr(val)[0]
                     self.emit(f"{self.ctype(t)} {self.bind(v)} = {text};", depth)
+                    if t.is_int and not v.mutable:
+                        self.ranges = {**self.ranges, v.id: int_range(val, self.ranges)}
                 self.stmt(body, depth)
             case Assign(var=v, value=val):
                 self.emit(f"{self.name(v)} = {self.expr(val)[0]};", depth)
             case Store(array=a, index=idx, value=val):
                 self.emit(f"{self.name(a)}[{self.offset(a, idx)}] = {self.expr(val)[0]};", depth)
             case If(cond=c, then=t, else_=e):
+                saved = self.ranges
                 self.emit(f"if ({self.expr(c)[0]}) {{", depth)
-                self.stmt(t, depth + 1)
+                self.branch(t, refine(c, saved, True), depth + 1)
+                outside = refine(c, saved, False)
                 while e is not None and isinstance(e, If):  # else if chains stay flat
+                    self.ranges = outside
                     self.emit(f"}} else if ({self.expr(e.cond)[0]}) {{", depth)
-                    self.stmt(e.then, depth + 1)
+                    self.branch(e.then, refine(e.cond, outside, True), depth + 1)
+                    outside = refine(e.cond, outside, False)
                     e = e.else_
                 if e is not None and not isinstance(e, Empty):
                     self.emit("} else {", depth)
-                    self.stmt(e, depth + 1)
+                    self.branch(e, outside, depth + 1)
+                self.ranges = saved
                 self.emit("}", depth)
             case For():
                 self.for_loop(s, depth)
             case While(cond=c, body=b):
+                saved = self.ranges
                 self.emit(f"while ({self.expr(c)[0]}) {{", depth)
-                self.stmt(b, depth + 1)
+                self.branch(b, refine(c, saved, True), depth + 1)
+                self.ranges = saved
                 self.emit("}", depth)
             case Return(value=v):
                 self.emit("return;" if v is None else f"return {self.expr(v)[0]};", depth)
             case Barrier():
                 self.emit(self.d.barrier, depth)
             case Pragma(options=opts, body=b):
-                pragmas: list[str] = []
+                pragmas: list[str] = []  # C pragmas for the loop, emitted by for_loop
                 for o in opts:
                     word, _, rest = o.strip().partition(" ")
                     ptext = self.d.pragmas.get(word)
@@ -374,9 +443,10 @@ class _Function:
                     else:
                         pragmas.append(f"{ptext} {rest}".rstrip() if rest and word == "unroll"
                                        else ptext)
-                for p in pragmas:  # directly before the loop they apply to
-                    self.emit(p, depth)
-                self.stmt(b, depth)
+                if isinstance(b, For):
+                    self.for_loop(b, depth, pragmas)
+                else:
+                    self.stmt(b, depth)
             case Stop(code=c):
                 if self.in_helper:
                     raise CodegenError(
@@ -387,10 +457,22 @@ class _Function:
             case _:
                 raise CodegenError(f"cannot emit statement {s!r}", self.loc)
 
-    def for_loop(self, s: For, depth: int) -> None:
-        t = self.ctype(s.var.scalar)
+    def branch(self, s: Stmt, ranges: dict[int, Range], depth: int) -> None:
+        """Emit ``s`` with the variable ranges ``ranges`` (a branch under a condition)."""
+        self.ranges = ranges
+        self.stmt(s, depth)
+
+    def for_loop(self, s: For, depth: int, pragmas: Sequence[str] = ()) -> None:
+        """A ``for`` loop over inclusive bounds evaluated once (CG-12, CG-19); ``pragmas``
+        go directly before the C ``for`` (CG-20)."""
+        ty = s.var.scalar
+        t = self.ctype(ty)
         start = self.expr(s.start)[0]
         stop = self.expr(s.stop)[0]
+        r_start, r_stop = int_range(s.start, self.ranges), int_range(s.stop, self.ranges)
+        t_lo, t_hi = type_range(ty)
+        # the plain C loop steps once past the last value: exact only when that exists
+        plain = r_stop[0] > t_lo if s.down else r_stop[1] < t_hi
         name = self.bind(s.var)
         if not _stable(s.stop):  # bounds are evaluated once, before the first iteration
             lo = self.namer.fresh(f"{name}_first")
@@ -398,10 +480,33 @@ class _Function:
             self.emit(f"const {t} {lo} = {start};", depth)
             self.emit(f"const {t} {hi} = {stop};", depth)
             start, stop = lo, hi
+        elif not plain and not _stable(s.start):  # the start is written twice below
+            lo = self.namer.fresh(f"{name}_first")
+            self.emit(f"const {t} {lo} = {start};", depth)
+            start = lo
+        saved = self.ranges
+        span = (r_stop[0], r_start[1]) if s.down else (r_start[0], r_stop[1])
+        if span[0] <= span[1]:
+            self.ranges = {**saved, s.var.id: span}
         cmp, step = (">=", "--") if s.down else ("<=", "++")
-        self.emit(f"for ({t} {name} = {start}; {name} {cmp} {stop}; {name}{step}) {{", depth)
-        self.stmt(s.body, depth + 1)
-        self.emit("}", depth)
+        if plain:
+            for p in pragmas:
+                self.emit(p, depth)
+            self.emit(f"for ({t} {name} = {start}; {name} {cmp} {stop}; {name}{step}) {{",
+                      depth)
+            self.stmt(s.body, depth + 1)
+            self.emit("}", depth)
+        else:
+            # the bound may be the type's last value: leave after it, never step past it
+            self.emit(f"if ({start} {cmp} {stop}) {{", depth)
+            for p in pragmas:
+                self.emit(p, depth + 1)
+            self.emit(f"for ({t} {name} = {start}; ; {name}{step}) {{", depth + 1)
+            self.stmt(s.body, depth + 2)
+            self.emit(f"if ({name} == {stop}) break;", depth + 2)
+            self.emit("}", depth + 1)
+            self.emit("}", depth)
+        self.ranges = saved
 
     def local_decl(self, v: Var) -> str:
         """The declaration of a kernel local: zero-initialised unless shared (CG-9)."""
@@ -431,6 +536,19 @@ def _mixes(op: BinaryOp, child: Expr) -> bool:
     return (op.is_shift and (c.is_shift or c.is_arith)) or (op.is_arith and c.is_shift)
 
 
+def _leaves(s: Stmt) -> bool:
+    """Whether ``s`` always ends the function or the thread (``return`` or ``stop`` last)."""
+    if isinstance(s, Seq):
+        return bool(s.stmts) and _leaves(s.stmts[-1])
+    if isinstance(s, Let):
+        return _leaves(s.body)
+    return isinstance(s, (Return, Stop))
+
+
+def _is_empty(s: Stmt | None) -> bool:
+    return s is None or isinstance(s, Empty)
+
+
 def _stable(e: Expr) -> bool:
     """Whether ``e`` has the same value at every iteration of a loop: no read, no call and
     no mutable variable in it."""
@@ -450,6 +568,19 @@ def _float_text(x: np.float32 | np.float64) -> str:
     else:
         text = np.format_float_scientific(x, unique=True, trim="0")
     return text
+
+
+def _abs_name(t: Scalar) -> str:
+    return f"sarek_abs_{t.value}"
+
+
+def _abs_function(d: Dialect, t: Scalar) -> str:
+    """The C of ``abs`` on ``t`` as the interpreter computes it: through the unsigned type,
+    so the most negative value is its own absolute value (CG-18)."""
+    qual = (d.helper_qualifier + " ") if d.helper_qualifier else ""
+    ct, u = d.type_name(t), d.unsigned[t]
+    return (f"{qual}{ct} {_abs_name(t)}({ct} x) {{\n"
+            f"  return ({ct})(x < 0 ? 0{d.unsigned_suffix[t]} - ({u})x : ({u})x);\n}}\n")
 
 
 def _helper_order(kernel: Kernel) -> list[HelperFunc]:
@@ -488,6 +619,7 @@ def emit(kernel: Kernel, d: Dialect) -> Emitted:
     helper_names = {h.name: gnamer.fresh(h.name) for h in helpers}
     uses_f64 = False
     chunks: list[str] = []
+    wrapping_abs: set[Scalar] = set()
     for h in helpers:
         f = _Function(d, helper_names, h.loc, h.name, kname)
         f.in_helper = True
@@ -502,6 +634,7 @@ def emit(kernel: Kernel, d: Dialect) -> Emitted:
         head = f"{qual}{f.ctype(h.result)} {helper_names[h.name]}"
         chunks.append(_signature(head, params) + " {\n" + "\n".join(f.lines) + "\n}\n")
         uses_f64 |= f.uses_f64
+        wrapping_abs |= f.wrapping_abs
 
     k = _Function(d, helper_names, kernel.loc, kernel.name, kname)
     cargs: list[CArg] = []
@@ -531,6 +664,8 @@ def emit(kernel: Kernel, d: Dialect) -> Emitted:
     chunks.append(_signature(f"{d.kernel_qualifier} {kname}", params) + " {\n"
                   + "\n".join(k.lines) + "\n}\n")
     uses_f64 |= k.uses_f64
+    wrapping_abs |= k.wrapping_abs
+    chunks[:0] = [_abs_function(d, t) for t in (Scalar.I32, Scalar.I64) if t in wrapping_abs]
 
     source = _header(d, f"kernel {kernel.name}", uses_f64) + "\n".join(chunks)
     abi = KernelAbi(kname, tuple(cargs), barrier, stops)

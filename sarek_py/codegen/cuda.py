@@ -23,6 +23,8 @@ CUDA = Dialect(
     barrier="__syncthreads();",
     types={Scalar.I32: "int", Scalar.I64: "long long", Scalar.F32: "float",
            Scalar.F64: "double", Scalar.BOOL: "bool", Scalar.UNIT: "void"},
+    unsigned={Scalar.I32: "unsigned int", Scalar.I64: "unsigned long long"},
+    unsigned_suffix={Scalar.I32: "u", Scalar.I64: "ULL"},
     storage_bool="unsigned char",
     i64_suffix="LL",
     flat_id="(long long)blockIdx.x * blockDim.x + threadIdx.x",

@@ -22,6 +22,8 @@ class Dialect:
     is the 64-bit flat thread number (block after block). ``math`` maps
     ``(intrinsic, type)`` to a C function name; ``math_wrap`` optionally wraps the call
     (``"(int){}"`` where the target's result type differs, as OpenCL's ``abs``).
+    ``unsigned`` names the unsigned type of each integer type's width: wrapping
+    arithmetic is written through it (CG-18).
     """
 
     name: str
@@ -36,6 +38,8 @@ class Dialect:
     local_pointer: str
     barrier: str
     types: Mapping[Scalar, str]
+    unsigned: Mapping[Scalar, str]  # the unsigned type of the same width as i32 and i64
+    unsigned_suffix: Mapping[Scalar, str]  # literal suffix of that unsigned type
     storage_bool: str  # the type of bool elements in memory and of bool kernel arguments
     i64_suffix: str
     flat_id: str

@@ -23,6 +23,8 @@ OPENCL = Dialect(
     barrier="barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);",
     types={Scalar.I32: "int", Scalar.I64: "long", Scalar.F32: "float",
            Scalar.F64: "double", Scalar.BOOL: "bool", Scalar.UNIT: "void"},
+    unsigned={Scalar.I32: "uint", Scalar.I64: "ulong"},
+    unsigned_suffix={Scalar.I32: "u", Scalar.I64: "UL"},
     storage_bool="uchar",
     i64_suffix="L",
     flat_id="(long)get_global_id(0)",

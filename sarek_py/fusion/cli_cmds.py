@@ -24,10 +24,17 @@ Host scalars there have no values: counts such as ``n`` are symbolic (LEG-12).
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
-from sarek_py.cli import UsageError, command, find_kernel, load_checked, read_source
+from sarek_py.cli import (
+    FILE_HELP,
+    UsageError,
+    command,
+    find_kernel,
+    is_program_text,
+    load_checked,
+    read_source,
+)
 from sarek_py.fusion.epilogue import fuse, shared_by_name
 from sarek_py.fusion.policy import target
 from sarek_py.fusion.sequence import Segment, fuse_launches, host_segments, program_segments
@@ -35,7 +42,7 @@ from sarek_py.ir.printer import print_kernel
 
 
 def _configure_fuse(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a .sk file ('-' for standard input)")
+    p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("--producer", required=True, metavar="P", help="the producer kernel")
     p.add_argument("--consumer", required=True, metavar="C", help="the consumer kernel")
     p.add_argument("--array", metavar="I", help="the intermediate array (a parameter of P)")
@@ -68,7 +75,10 @@ def _fuse(args: argparse.Namespace) -> int:
 
 
 def _configure_explain(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a .sk file")
+    p.add_argument("file", metavar="FILE",
+                   help="a .sk file holding a host program, or the kernels (.sk, or a .py "
+                        "file of @kernel functions: the Python front end) that the "
+                        "launches file launches")
     p.add_argument("--launches", metavar="L",
                    help="the launches file (default: FILE with the suffix .launches)")
     p.add_argument("--target", default="interp", help="the target (interp, opencl, cuda)")
@@ -77,12 +87,9 @@ def _configure_explain(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="fuse even where contraction is on")
 
 
-_PROGRAM = re.compile(r"^\s*program\s+\w+", re.MULTILINE)
-
-
 def _segments(args: argparse.Namespace) -> list[Segment]:
     text = read_source(args.file)
-    if args.launches is None and _PROGRAM.search(text):
+    if args.launches is None and is_program_text(text):
         from sarek_py.launch.program_text import parse_program
 
         return program_segments(parse_program(text, args.file))

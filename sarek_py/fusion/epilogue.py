@@ -78,6 +78,7 @@ __all__ = [
     "merged_declarations",
     "producer_names",
     "shared_by_name",
+    "stopping_call",
     "window_conflict",
 ]
 
@@ -101,6 +102,8 @@ class _Effects:
     reads: frozenset[int]
     writes: frozenset[int]
     thread_intrinsic: bool
+    #: the helper may ``stop`` the thread (itself or through a helper it calls)
+    stops: bool = False
 
 
 def _helper_effects(
@@ -113,7 +116,7 @@ def _helper_effects(
     pos = {p.id: k for k, p in enumerate(h.params)}
     reads: set[int] = set()
     writes: set[int] = set()
-    intr = False
+    intr = stops = False
     for a in accesses_stmt(h.body, helpers, seen | {name}):
         k = pos.get(a.array.id)
         if k is not None:
@@ -121,11 +124,26 @@ def _helper_effects(
     for n in iter_nodes(h.body):
         if isinstance(n, Intrinsic) and n.name in THREAD_INTRINSICS:
             intr = True
+        elif isinstance(n, Stop):
+            stops = True
         elif isinstance(n, Call):
             sub = _helper_effects(helpers, n.func, seen | {name})
             if sub is None or sub.thread_intrinsic:
                 intr = True
-    return _Effects(frozenset(reads), frozenset(writes), intr)
+            if sub is None or sub.stops:
+                stops = True
+    return _Effects(frozenset(reads), frozenset(writes), intr, stops)
+
+
+def stopping_call(node: Expr | Stmt, helpers: Sequence[HelperFunc]) -> str | None:
+    """The name of a helper function called in ``node`` that may ``stop`` the thread
+    (itself or through the helpers it calls; an unknown function may), or ``None``."""
+    for n in iter_nodes(node):
+        if isinstance(n, Call):
+            eff = _helper_effects(helpers, n.func)
+            if eff is None or eff.stops:
+                return n.func
+    return None
 
 
 def _call_accesses(
@@ -230,10 +248,12 @@ def _refuse_construct(body: Stmt, helpers: Sequence[HelperFunc], kname: str) -> 
                 raise FusionRefused("EF-2", f"consumer {kname} has a stop", n.loc)
             case Call(func=f):
                 eff = _helper_effects(helpers, f)
-                if eff is None or eff.thread_intrinsic:
+                if eff is None or eff.thread_intrinsic or eff.stops:
+                    what = "uses a thread intrinsic" if eff is None or eff.thread_intrinsic \
+                        else "may stop the thread"
                     raise FusionRefused(
                         "EF-2",
-                        f"consumer {kname} calls {f}, which uses a thread intrinsic"
+                        f"consumer {kname} calls {f}, which {what}"
                         if eff is not None else f"consumer {kname} calls unknown function {f}",
                         n.loc)
             case _:

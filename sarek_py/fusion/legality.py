@@ -29,11 +29,21 @@ from collections.abc import Hashable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from sarek_py.fusion.affine import AffineCtx, covers_exactly_once, store_sites, to_affine
+from sarek_py.fusion.affine import (
+    AffineCtx,
+    AffineForm,
+    Constraint,
+    covers_exactly_once,
+    ge0,
+    store_sites,
+    to_affine,
+)
+from sarek_py.fusion.affine_wrap import wrap_risk
 from sarek_py.fusion.epilogue import (
     Consumer,
     accesses_stmt,
     consumer_shape,
+    stopping_call,
     window_conflict,
 )
 from sarek_py.fusion.refusal import FusionRefused
@@ -65,6 +75,7 @@ from sarek_py.ir.nodes import (
     Var,
     While,
 )
+from sarek_py.ir.printer import print_expr
 from sarek_py.ir.typeof import scalar_type_of, type_of
 from sarek_py.ir.types import Scalar
 from sarek_py.ir.visit import iter_nodes, substitute
@@ -519,6 +530,10 @@ def index_slice(producer: KernelLaunch, p_array: str, tc: int | Expr) -> None:
         if a.array == arr and a.write and a.index is None:
             raise FusionRefused("LEG-2", f"{k.name}: {p_array} is passed to a function that "
                                 "writes it: its stores cannot be followed")
+    stops = stopping_call(k.body, k.helpers)
+    if stops is not None:
+        raise FusionRefused("LEG-5", f"{k.name}: the producer may stop (in helper function "
+                            f"{stops})")
     if _symbolic(producer, tc):
         _index_slice_symbolic(producer, arr, tc)
         return
@@ -579,11 +594,41 @@ def _index_slice_symbolic(producer: KernelLaunch, arr: Var, tc: int | Expr) -> N
     if forms[0] is None or forms[1] is None:
         raise FusionRefused("LEG-12", f"{k.name}: the thread counts are not affine in the "
                             "host symbols")
+    wraps = _may_wrap(body, arr, ctx, forms[0])
+    if wraps is not None:
+        raise FusionRefused("LEG-6", f"{k.name}: {print_expr(wraps)} may wrap around for "
+                            "some thread or value of the host symbols (the analysis of "
+                            "symbolic counts takes integers to be exact)", wraps.loc)
     cov = covers_exactly_once(sites, Intrinsic("global_thread_id"), forms[0], forms[1],
                               uniform_vars=symbols)
     if not cov:
         raise FusionRefused("LEG-12", f"{k.name}: for symbolic counts, {cov.reason} "
                             f"(of {arr.name})")
+
+
+def _may_wrap(body: Stmt, arr: Var, ctx: AffineCtx, threads: AffineForm) -> Expr | None:
+    """An integer subexpression of a store index of ``arr``, a condition or a ``let``
+    value of ``body`` that is affine but not proved to stay within its type for every
+    thread ``0 <= g < threads`` and every value of the other atoms (LEG-6 on the symbolic
+    path, by AFF-17: the interpreter and the devices wrap, the affine analysis does not)."""
+    exprs: list[Expr] = []
+    defs: dict[Var, Expr] = dict(ctx.defs)
+    for n in iter_nodes(body):
+        match n:
+            case Store(array=a, index=ix) if a == arr:
+                exprs.extend(ix)
+            case If(cond=c):
+                exprs.append(c)
+            case Let(var=v, value=e) if not v.mutable:
+                exprs.append(e)
+                defs[v] = e
+            case _:
+                pass
+    known: list[Constraint | bool] = [ge0(threads - 1)]
+    for name in sorted(GLOBAL_IDS):
+        g = AffineForm.of_atom(Intrinsic(name))
+        known += [ge0(g), ge0(threads - g - 1)]
+    return wrap_risk(exprs, attrs.evolve(ctx, defs=defs), known)
 
 
 def launch_window(producer: KernelLaunch, consumer: KernelLaunch, c: Consumer,

@@ -39,6 +39,7 @@ from sarek_py.fusion.affine import (
     to_dnf,
 )
 from sarek_py.fusion.affine_paths import accesses
+from sarek_py.fusion.affine_wrap import WRAP_BOUND, bound_check, wrap_risk
 from sarek_py.fusion.cost import DEFAULT_THRESHOLD, CostDecision, CostItem, decide, operations
 from sarek_py.fusion.effects import Effects, effects
 from sarek_py.fusion.inline import inline_stmt, self_contained
@@ -48,8 +49,10 @@ from sarek_py.ir.nodes import (
     BinaryOp,
     Call,
     Cast,
+    Cond,
     Const,
     Expr,
+    For,
     HelperFunc,
     If,
     Length,
@@ -60,11 +63,13 @@ from sarek_py.ir.nodes import (
     Stmt,
     Stop,
     Store,
+    Unary,
     Var,
     iter_stmts,
 )
+from sarek_py.ir.printer import print_expr
 from sarek_py.ir.types import ArrayType, Scalar
-from sarek_py.ir.visit import free_vars, iter_exprs
+from sarek_py.ir.visit import free_vars, iter_exprs, iter_nodes
 from sarek_py.launch.program import (
     Allocate,
     Attr,
@@ -292,6 +297,12 @@ def _check_producer(ctx: _Ctx, p: ParFor, c: ParFor, inter: tuple[Intermediate, 
         if used & set(p.locals):
             raise _refuse("LF-3", "the producer reads a private variable", p)
         renamed |= used & c_stores
+        for a in sorted(used & ctx.aliased, key=lambda v: v.name):
+            other = sorted(b.name for b in c_stores & ctx.aliased if b != a and b.is_array)
+            if a.is_array and other:
+                raise _refuse("LF-4", f"the producer reads '{a.name}' and the consumer writes "
+                              f"'{other[0]}': both may name the same memory (pointer or "
+                              "target), which renaming by name cannot follow", p)
     for v in (*mine, *renamed):
         d = _decl(ctx.program, v)
         if d is not None and d.attrs & {Attr.POINTER, Attr.TARGET}:
@@ -355,6 +366,9 @@ def _coverage(ctx: _Ctx, p: ParFor, c: ParFor, body: Stmt,
     cbox = _box(c, cctx, exact=False)
     assert cbox is not None
     checks: list[Expr] = []
+    wrap = _no_wrap(p, c, body, inter, pctx, cctx, pbox, cbox)
+    if wrap is not None:
+        checks.append(wrap)
     by_array = {i.array: i for i in inter}
     for acc in accesses(body, cctx):
         node = acc.node
@@ -394,6 +408,84 @@ def _coverage(ctx: _Ctx, p: ParFor, c: ParFor, body: Stmt,
         if e not in uniq:
             uniq.append(e)
     return conj_all(uniq)
+
+
+def _box_facts(box: Dnf) -> list[Constraint | bool]:
+    return list(next(iter(box.alts))) if len(box.alts) == 1 else []
+
+
+def _no_wrap(p: ParFor, c: ParFor, body: Stmt, inter: tuple[Intermediate, ...],
+             pctx: AffineCtx, cctx: AffineCtx, pbox: Dnf, cbox: Dnf) -> Expr | None:
+    """LF-7 with AFF-17: the integer expressions the coverage proof relies on (both loops'
+    bounds, the producer's tests, the consumer's conditions, lets and subscripts of
+    intermediates) must stay within their types, since the proof takes them to be exact.
+    When that holds only for host scalars and sizes within ``WRAP_BOUND``, gives the host
+    test of it (run with the bounds check of LF-8); when not even then, refuses."""
+    mine = {i.array for i in inter}
+    defs: dict[Var, Expr] = {}
+    cexprs: list[Expr] = []
+    for s in iter_stmts(body):
+        match s:
+            case If(cond=cond):
+                cexprs.append(cond)
+            case Let(var=v, value=val) if not v.mutable:
+                cexprs.append(val)
+                defs[v] = val
+            case _:
+                pass
+    for e in iter_exprs(body):
+        if isinstance(e, Read) and e.array in mine:
+            cexprs.extend(e.index)
+        elif isinstance(e, Cond):
+            cexprs.append(e.cond)
+    cdefs = attrs.evolve(cctx, defs={**cctx.defs, **defs})
+    cfacts = _box_facts(cbox)
+    for x in iter_stmts(body):
+        if isinstance(x, For):  # an inner loop: its variable lies within its bounds
+            cexprs += [x.start, x.stop]
+            lo, hi = to_affine(x.start, cdefs), to_affine(x.stop, cdefs)
+            if x.down:
+                lo, hi = hi, lo
+            xf = AffineForm.of_atom(Ref(x.var))
+            cfacts += ([] if lo is None else [ge0(xf - lo)]) + ([] if hi is None else
+                                                               [ge0(hi - xf)])
+    bounds = [e for lp in (p, c) for ix in lp.indices for e in (ix.start, ix.stop)]
+    groups: list[tuple[list[Expr], AffineCtx, list[Constraint | bool]]] = [
+        (bounds, pctx, []),
+        ([g for it in inter for g in it.guards], pctx, _box_facts(pbox)),
+        (cexprs, cdefs, cfacts),
+    ]
+    # variables of the loops themselves (indices, lets, inner loop variables) are not host
+    # values: only host scalars and array lengths can be bounded by a host test
+    local = set(p.vars) | set(c.vars) | set(defs) | set(c.locals) | {
+        x.var for x in iter_stmts(body) if isinstance(x, (Let, For))}
+
+    def host(a: Expr) -> bool:
+        return isinstance(a, Length) or (isinstance(a, Ref) and not a.var.is_array
+                                         and a.var not in local)
+
+    if all(wrap_risk(es, ctx, known) is None for es, ctx, known in groups):
+        return None
+    atoms: list[Expr] = []
+    for es, ctx, known in groups:
+        bad = wrap_risk(es, ctx, known, host, WRAP_BOUND)
+        if bad is not None:
+            raise _refuse("LF-7", f"'{print_expr(bad)}' may wrap around (the coverage proof "
+                          "takes integers to be exact)", c)
+        for e in es:
+            for sub in _subexprs(e):
+                f = to_affine(sub, ctx)
+                for a in (f.atoms if f is not None else ()):
+                    if host(a) and a not in atoms:
+                        atoms.append(a)
+        for k in known:
+            if isinstance(k, Constraint):
+                atoms += [a for a in k.form.atoms if host(a) and a not in atoms]
+    return bound_check(atoms)
+
+
+def _subexprs(e: Expr) -> list[Expr]:
+    return [x for x in iter_nodes(e) if isinstance(x, (Binary, Unary, Cast))]
 
 
 def _in_bounds(a: Var, subs: Sequence[AffineForm]) -> Dnf:
@@ -606,6 +698,9 @@ def _loop_problem(ctx: _Ctx, loop: HFor, inner: Sequence[HostStmt], mine: set[Va
         return _refuse("LF-11", f"loop '{loop.var.name}' assigns '{bad}', which the producer's "
                        "bounds or tests read", loop)
     all_defs = effects(loop.body, ctx.program).defs
+    if loop.var in all_defs or loop.var in ctx.aliased:
+        return _refuse("LF-10", f"loop '{loop.var.name}' may assign its own variable: its "
+                       "last iteration would not be recognised (LF-15)", loop)
     for x in iter_host(loop.body):
         if isinstance(x, HFor):
             bvars = expr_vars(x.start, x.stop, x.step)
@@ -648,6 +743,12 @@ def analyse_pair(program: Program, ancestors: Sequence[HostStmt], p: ParFor, c: 
     ctx = _Ctx(program, _helpers(program), aliased_vars(program))
     inter = producer_stores(p)
     mine = frozenset(i.array for i in inter)
+    for loop, rule, who in ((p, "LF-3", "producer"), (c, "LF-6", "consumer")):
+        used = expr_vars(*(e for ix in loop.indices for e in (ix.start, ix.stop))) & mine
+        if used:
+            raise _refuse(rule, f"the {who}'s bounds read intermediate "
+                          f"'{sorted(v.name for v in used)[0]}', which the fused loop does "
+                          "not write", loop)
     c_stores = kernel_stores(c.body)
     renamed = _check_producer(ctx, p, c, inter, c_stores)
     body = _consumer_body(ctx, c, mine)

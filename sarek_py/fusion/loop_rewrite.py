@@ -19,6 +19,7 @@ from sarek_py.fusion.loop_fusion import FusionOptions, Plan, conj_all
 from sarek_py.ir.nodes import (
     Binary,
     BinaryOp,
+    Cast,
     Const,
     Expr,
     Length,
@@ -32,6 +33,7 @@ from sarek_py.ir.nodes import (
     Var,
     var,
 )
+from sarek_py.ir.typeof import type_of
 from sarek_py.ir.types import ArrayType, Scalar
 from sarek_py.ir.visit import map_node, substitute
 from sarek_py.launch.program import (
@@ -66,7 +68,11 @@ def fused_loop(plan: Plan, copies: Mapping[Var, Var], reads_from: Mapping[Var, V
     def expr(e: Expr) -> Expr | None:
         if isinstance(e, Read) and e.array in by_array:
             it = by_array[e.array]
-            value = substitute(it.value, dict(zip(pvars, e.index, strict=True)))
+            # a subscript of another integer type than the producer's index is converted:
+            # the read was in bounds, so its value fits the index's type (LF-14)
+            subs = [x if type_of(x) == v.type else Cast(v.scalar, x)
+                    for v, x in zip(pvars, e.index, strict=True)]
+            value = substitute(it.value, dict(zip(pvars, subs, strict=True)))
             return _retarget_reads(value, src)
         if isinstance(e, Read) and e.array in src:
             return Read(src[e.array], e.index, loc=e.loc)

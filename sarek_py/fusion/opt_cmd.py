@@ -10,18 +10,27 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sarek_py.cli import UsageError, command, load_checked, read_source
+from sarek_py.cli import (
+    FILE_HELP,
+    UsageError,
+    command,
+    is_program_text,
+    load_checked,
+    read_source,
+)
+from sarek_py.fusion.loop_opt import HOST_PASSES
 from sarek_py.fusion.passes import PASSES, run_pipeline
 from sarek_py.ir.printer import print_module
 from sarek_py.ir.typecheck import check_module
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="a .sk file ('-' for standard input)")
+    p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("-p", "--pass", dest="passes", action="append", default=[],
                    metavar="NAME",
                    help="a pass to run (repeatable, or comma separated); passes: "
-                        + ", ".join(sorted(PASSES)))
+                        + ", ".join(sorted(PASSES)) + "; of a host program: "
+                        + ", ".join(HOST_PASSES) + " (default fuse,swap)")
     p.add_argument("--notes", action="store_true",
                    help="print on stderr what the passes left alone, and why")
     # host programs (a file with a 'program'): the loop passes (sarek_py/fusion/loop_opt.py)
@@ -45,13 +54,13 @@ def pipeline_names(items: list[str]) -> list[str]:
     return names
 
 
-@command("opt", "run IR passes (inline, …) on a .sk file and print the result", _configure)
+@command("opt", "run IR passes (inline, …) on kernels of a .sk or .py file, or loop passes "
+                "(fuse, swap, offload) on a host program, and print the result", _configure)
 def _opt(args: argparse.Namespace) -> int:
-    if args.file != "-" and args.file.endswith(".sk"):
-        from sarek_py.fusion import loop_opt
-
-        if loop_opt.looks_like_program(read_source(args.file)):
-            return _opt_program(args)
+    if not args.file.endswith(".py") and is_program_text(read_source(args.file)):
+        if args.file == "-":
+            raise UsageError("opt reads a host program from a file, not from standard input")
+        return _opt_program(args)
     names = pipeline_names(args.passes)
     m = load_checked(args.file)
     notes: list[str] = []

@@ -3,7 +3,9 @@
 ``sarek-py emit FILE --target cuda|opencl [--kernel K]`` prints the C of one kernel (or of
 every kernel of the file, as one translation unit). ``sarek-py run … --backend B --compare C`` runs the kernel on
 both backends from the same inputs and reports, per array argument, whether the bytes are
-identical; the exit status is 1 when one differs (CG-16).
+identical; the exit status is 1 when one differs (CG-16). On a file holding a host program
+(without ``--kernel``) it runs the program on both backends and compares every array
+(docs/cli.md, CLI-11).
 
 The module registers itself with :mod:`sarek_py.cli` when imported (it is named in
 ``sarek_py.cli.PLUGINS``); ``run`` keeps its own options and runner and gains ``--compare``.
@@ -23,13 +25,15 @@ from sarek_py import cli
 from sarek_py.codegen.cstyle import emit, emit_module
 from sarek_py.codegen.cuda import CUDA
 from sarek_py.codegen.opencl import OPENCL
+from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.nodes import Kernel
+from sarek_py.launch.program import Program
 
 _DIALECTS = {"cuda": CUDA, "opencl": OPENCL}
 
 
 def _configure_emit(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="a .sk file ('-' for standard input)")
+    p.add_argument("file", metavar="FILE", help=cli.FILE_HELP)
     p.add_argument("--target", "-t", required=True, choices=sorted(_DIALECTS),
                    help="the C dialect: cuda (CUDA C) or opencl (OpenCL C)")
     p.add_argument("--kernel", "-k", metavar="K",
@@ -39,6 +43,10 @@ def _configure_emit(p: argparse.ArgumentParser) -> None:
 @cli.command("emit", "print a kernel as CUDA C or OpenCL C", _configure_emit)
 def emit_command(args: argparse.Namespace) -> int:
     m = cli.load_checked(args.file)
+    if not m.kernels and cli.is_program_text(cli.read_source(args.file)):
+        raise SarekError(f"{args.file} holds a host program without kernels: its parallel "
+                         "loops become kernels with 'sarek-py opt FILE -p offload --dump-dir "
+                         "DIR' (kernels.cu, kernels.cl)")
     d = _DIALECTS[args.target]
     if args.kernel:
         text = emit(cli.find_kernel(m, args.kernel, args.file), d).source
@@ -50,22 +58,29 @@ def emit_command(args: argparse.Namespace) -> int:
 
 def compare_arrays(k: Kernel, a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, bool, str]]:
     """Per array parameter: (name, bytes identical, a short description)."""
+    return compare_named([p.name for p in k.params if p.is_array], a, b)
+
+
+def compare_named(names: list[str], a: dict[str, Any],
+                  b: dict[str, Any]) -> list[tuple[str, bool, str]]:
+    """Per array name: (name, bytes identical, a short description)."""
     out = []
-    for p in k.params:
-        if not p.is_array:
-            continue
-        x = np.ascontiguousarray(a[p.name])
-        y = np.ascontiguousarray(b[p.name])
-        same = x.tobytes() == y.tobytes()
+    for name in names:
+        x = np.ascontiguousarray(a[name])
+        y = np.ascontiguousarray(b[name])
+        same = x.shape == y.shape and x.tobytes() == y.tobytes()
         if same:
-            out.append((p.name, True, f"identical ({x.nbytes} bytes)"))
+            out.append((name, True, f"identical ({x.nbytes} bytes)"))
+            continue
+        if x.shape != y.shape:
+            out.append((name, False, f"DIFFERENT: shapes {x.shape} and {y.shape}"))
             continue
         flat_x, flat_y = x.reshape(-1), y.reshape(-1)
         bx = flat_x.view(np.uint8).reshape(flat_x.size, -1)
         by = flat_y.view(np.uint8).reshape(flat_y.size, -1)
         differ = np.flatnonzero((bx != by).any(axis=1))
         first = int(differ[0])
-        out.append((p.name, False, f"DIFFERENT: {differ.size} of {flat_x.size} elements differ "
+        out.append((name, False, f"DIFFERENT: {differ.size} of {flat_x.size} elements differ "
                                    f"(first at flat index {first}: {flat_x[first]!r} vs "
                                    f"{flat_y[first]!r})"))
     return out
@@ -86,13 +101,16 @@ def run_command(args: argparse.Namespace) -> int:
     assert _original_run is not None
     if not args.compare:
         return _original_run.run(args)
-    k = cli.find_kernel(cli.load_checked(args.file), args.kernel, args.file)
-    inputs = cli.make_inputs(k, dict(cli._sizes(args.size)), args.threads, args.seed)
+    k = cli.run_target(args)
+    if not isinstance(k, Kernel):
+        return _compare_program(k, args)
+    inputs = cli.make_inputs(k, dict(cli._sizes(args.size)), args.threads, cli.seed_of(args))
     mine = copy.deepcopy(inputs)
     theirs = copy.deepcopy(inputs)
-    res_a = cli._backend(args.backend)(k, mine, args.threads, args.block,
+    block = cli.block_of(args)
+    res_a = cli._backend(args.backend)(k, mine, args.threads, block,
                                       check_races=not args.no_race_check)
-    res_b = cli._backend(args.compare)(k, theirs, args.threads, args.block,
+    res_b = cli._backend(args.compare)(k, theirs, args.threads, block,
                                       check_races=not args.no_race_check)
     for line in cli.describe_run(k, mine, res_a):
         print(line)
@@ -107,6 +125,32 @@ def run_command(args: argparse.Namespace) -> int:
         same_codes = codes_a.tobytes() == codes_b.tobytes()
         ok &= same_codes
         print(f"  stop codes: {'identical' if same_codes else 'DIFFERENT'}")
+    return 0 if ok else 1
+
+
+def _compare_program(p: Program, args: argparse.Namespace) -> int:
+    """``run PROGRAM --compare C``: the program on both backends, then per allocated array
+    whether the bytes are identical, and whether the stop codes agree (CLI-11, CG-16)."""
+    res_a = cli.run_program_args(p, args, args.backend)
+    res_b = cli.run_program_args(p, args, args.compare)
+    for line in cli.describe_program_run(p, res_a):
+        print(line)
+    print(f"compare {args.backend} with {args.compare}:")
+    names = [d.var.name for d in p.decls if isinstance(res_a.values.get(d.var.name), np.ndarray)
+             or isinstance(res_b.values.get(d.var.name), np.ndarray)]
+    ok = True
+    for name in names:
+        if not (isinstance(res_a.values.get(name), np.ndarray)
+                and isinstance(res_b.values.get(name), np.ndarray)):
+            ok = False
+            print(f"  {name}: DIFFERENT: allocated on one backend only")
+            continue
+        ((_, same, text),) = compare_named([name], res_a.values, res_b.values)
+        ok &= same
+        print(f"  {name}: {text}")
+    if res_a.stop_code != res_b.stop_code:
+        ok = False
+        print(f"  stop codes: DIFFERENT ({res_a.stop_code} vs {res_b.stop_code})")
     return 0 if ok else 1
 
 

@@ -37,6 +37,7 @@ from sarek_py.ir.nodes import (
     Var,
 )
 from sarek_py.ir.types import ArrayType
+from sarek_py.ir.visit import iter_nodes
 from sarek_py.launch.launch import Launch, Sync
 from sarek_py.launch.parfor import parfor_kernel
 from sarek_py.launch.program import (
@@ -166,6 +167,49 @@ def _zero(v: Var) -> Any:
     return t.dtype.type(0)
 
 
+# ------------------------------------------------------------------------- memo
+
+
+@attrs.define(eq=False)
+class _Memo:
+    """The last evaluation of one expression whose value depends only on integer or bool
+    scalar variables and on array extents (``length``): no array element read, no float
+    variable (whose ``-0.0`` equals ``0.0`` but may not give the same result). ``inputs``
+    is ``None`` for an expression that is always evaluated. The key holds each input's
+    type and value (an array's shape), so equal keys give bitwise equal results."""
+
+    expr: Expr
+    inputs: tuple[tuple[Var, bool], ...] | None
+    last_key: tuple[Any, ...] | None = None
+    last_value: Any = None
+
+    @staticmethod
+    def of(e: Expr) -> _Memo:
+        inputs: dict[Var, bool] = {}
+        for n in iter_nodes(e):
+            if isinstance(n, Read):
+                return _Memo(e, None)
+            if isinstance(n, Length):
+                inputs[n.array] = True
+            elif isinstance(n, Ref):
+                if n.var.is_array or n.var.scalar.is_float:
+                    return _Memo(e, None)
+                inputs.setdefault(n.var, False)
+        return _Memo(e, tuple(inputs.items()))
+
+    def key(self, f: Frame) -> tuple[Any, ...]:
+        assert self.inputs is not None
+        out: list[Any] = []
+        for v, is_array in self.inputs:
+            x = f.get_var(v)
+            if is_array:
+                out.append(x.shape if isinstance(x, np.ndarray) else x)
+            else:
+                out.append(type(x))
+                out.append(x)
+        return tuple(out)
+
+
 # ------------------------------------------------------------------------- interpreter
 
 
@@ -190,6 +234,7 @@ class HostInterp:
         self.procs = {p.name: p for p in program.procedures}
         self.globals = Frame({})
         self.device = Residency(backend, check_races)
+        self._memo: dict[int, _Memo] = {}
 
     # ----------------------------------------------------------------- entry
     def run(self, preset: Mapping[str, Any] | None = None) -> HostResult:
@@ -231,9 +276,37 @@ class HostInterp:
             frame.own[d.var] = _zero(d.var)
             if d.init is not None:
                 frame.own[d.var] = self.eval(d.init, frame)
+            else:
+                self.device.fresh_zero(frame.own[d.var])
 
     # ------------------------------------------------------------- expressions
     def eval(self, e: Expr, frame: Frame) -> Any:
+        """The value of ``e`` in ``frame`` (a numpy scalar, or an array for a bare array
+        reference). Evaluation is pure, so an integer expression (see :class:`_Memo`)
+        whose inputs are those of its previous evaluation gives the previous value
+        without walking the tree again; a launch in a host loop evaluates the same thread
+        counts, extents and write-discard conditions at every iteration (LCH-2)."""
+        kind = type(e)
+        if kind is Ref:
+            assert isinstance(e, Ref)
+            return frame.get_var(e.var)
+        if kind is Const:
+            assert isinstance(e, Const)
+            return e.type.dtype.type(e.value)
+        memo = self._memo.get(id(e))
+        if memo is None or memo.expr is not e:
+            memo = _Memo.of(e)
+            self._memo[id(e)] = memo
+        if memo.inputs is None:
+            return self._eval_checked(e, frame)
+        key = memo.key(frame)
+        if key == memo.last_key:
+            return memo.last_value
+        value = self._eval_checked(e, frame)
+        memo.last_key, memo.last_value = key, value
+        return value
+
+    def _eval_checked(self, e: Expr, frame: Frame) -> Any:
         try:
             with np.errstate(all="ignore"):
                 return self._eval(e, frame)
@@ -446,7 +519,9 @@ class HostInterp:
                                     f"dimension {d}, allocated from {lo_given}", s.loc)
                 n = int(self.eval(b.upper, f)) - lo + 1
             shape.append(max(n, 0))
-        f.set_var(a, np.zeros(tuple(shape), a.type.elem.dtype))
+        arr = np.zeros(tuple(shape), a.type.elem.dtype)
+        self.device.fresh_zero(arr)
+        f.set_var(a, arr)
 
 
 def _scalar(v: Any) -> Any:

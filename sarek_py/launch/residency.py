@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from sarek_py.ir.nodes import Kernel, Loc, Ref, Var
+from sarek_py.ir.nodes import Call, Loc, Ref, Var
+from sarek_py.ir.visit import iter_nodes
 from sarek_py.launch.launch import Launch
 from sarek_py.launch.program import (
     Block,
@@ -30,13 +31,8 @@ from sarek_py.launch.program import (
     kernel_stores,
     named_vars,
 )
-from sarek_py.launch.runtime.base import (
-    Backend,
-    DeviceArray,
-    can_stop,
-    scalar_value,
-    written_arrays,
-)
+from sarek_py.launch.runtime.base import Backend, DeviceArray, scalar_value
+from sarek_py.launch.runtime.cache import kernel_facts
 
 if TYPE_CHECKING:
     from sarek_py.launch.host_interp import Frame
@@ -69,6 +65,38 @@ class _PendingStop:
     threads: int
 
 
+@attrs.frozen(eq=False)
+class _StmtArrays:
+    """The arrays a host statement names directly, each with whether it may write it."""
+
+    stmt: HostStmt
+    arrays: tuple[tuple[Var, bool], ...]
+
+
+def _stmt_arrays(s: HostStmt) -> _StmtArrays:
+    """What :meth:`Residency.before` asks of a statement other than a call; it depends on
+    the statement alone, so it is computed once per statement object."""
+    writes: set[Var] = set()
+    match s:
+        case HIf(cond=c):
+            names: set[Var] = set(expr_vars(c))
+        case HFor(start=a, stop=b, step=st):
+            names = set(expr_vars(a, b, st))
+        case Block():
+            names = set()
+        case HStore(array=a):
+            names, writes = set(named_vars(s)), {a}
+        case ParFor(body=body):
+            # stored directly, or passed to a helper, which may store into it
+            passed = {a.var for n in iter_nodes(body) if isinstance(n, Call)
+                      for a in n.args if isinstance(a, Ref) and a.var.is_array}
+            names, writes = set(named_vars(s)), set(kernel_stores(body)) | passed
+        case _:
+            names = set(named_vars(s))
+    return _StmtArrays(s, tuple(sorted(((v, v in writes) for v in names if v.is_array),
+                                       key=lambda x: x[0].id)))
+
+
 class Residency:
     """Device-resident arrays for an offloaded program (OFF-3): an array goes to the device
     when a launch needs it and the host changed it, and comes back when a host statement
@@ -80,15 +108,21 @@ class Residency:
         self.check_races = check_races
         self.entries: dict[int, _Entry] = {}
         self.stops: list[_PendingStop] = []
-        #: per kernel (by identity): whether it can stop, the parameters it writes
-        self.facts: dict[int, tuple[Kernel, bool, frozenset[str]]] = {}
+        #: per host statement (by identity): the arrays it names
+        self.stmt_arrays: dict[int, _StmtArrays] = {}
+        #: host arrays known to hold zeros only (allocated, not written since, no device
+        #: buffer yet), by id; the array is kept so its id stays its own
+        self.zeros: dict[int, np.ndarray[Any, Any]] = {}
 
-    def kernel_facts(self, k: Kernel) -> tuple[bool, frozenset[str]]:
-        got = self.facts.get(id(k))
-        if got is None or got[0] is not k:
-            got = (k, can_stop(k), written_arrays(k))
-            self.facts[id(k)] = got
-        return got[1], got[2]
+    def fresh_zero(self, arr: Any) -> None:
+        """``arr`` was just allocated, all zeros: a launch that needs it fills its device
+        buffer with zeros instead of copying it in (LCH-19)."""
+        if isinstance(arr, np.ndarray) and arr.nbytes:
+            self.zeros[id(arr)] = arr
+
+    def _was_zero(self, arr: np.ndarray[Any, Any]) -> bool:
+        """Whether ``arr`` still held zeros only; it is forgotten either way."""
+        return self.zeros.pop(id(arr), None) is arr
 
     def entry(self, arr: np.ndarray[Any, Any]) -> _Entry:
         e = self.entries.get(id(arr))
@@ -99,10 +133,13 @@ class Residency:
 
     def forget(self, arr: Any) -> None:
         self.entries.pop(id(arr), None)
+        self.zeros.pop(id(arr), None)
 
     def host_needs(self, arr: Any, name: str, write: bool, loc: Loc | None) -> None:
         if not isinstance(arr, np.ndarray):
             return
+        if write:
+            self._was_zero(arr)
         e = self.entries.get(id(arr))
         if e is None:
             return
@@ -117,30 +154,21 @@ class Residency:
 
     def before(self, s: HostStmt, f: Frame) -> None:
         """Bring back what a host statement names; mark what it may write stale."""
-        writes: set[Var] = set()
-        match s:
-            case HIf(cond=c):
-                names: set[Var] = set(expr_vars(c))
-            case HFor(start=a, stop=b, step=st):
-                names = set(expr_vars(a, b, st))
-            case Block():
-                return
-            case CallProc():
-                names = set(named_vars(s)) | {v for v in f.own_vars() if v.is_array}
-                writes = names
-            case HStore(array=a):
-                names, writes = set(named_vars(s)), {a}
-            case ParFor(body=body):
-                names, writes = set(named_vars(s)), set(kernel_stores(body))
-            case _:
-                names = set(named_vars(s))
-        for v in names:
-            if v.is_array:
-                try:
-                    arr = f.get_var(v)
-                except HostError:
-                    continue
-                self.host_needs(arr, v.name, v in writes, s.loc)
+        if isinstance(s, CallProc):  # names every array visible in the caller's frame
+            names = set(named_vars(s)) | {v for v in f.own_vars() if v.is_array}
+            arrays = _StmtArrays(s, tuple((v, True) for v in names if v.is_array))
+        else:
+            got = self.stmt_arrays.get(id(s))
+            if got is None or got.stmt is not s:
+                got = _stmt_arrays(s)
+                self.stmt_arrays[id(s)] = got
+            arrays = got
+        for v, write in arrays.arrays:
+            try:
+                arr = f.get_var(v)
+            except HostError:
+                continue
+            self.host_needs(arr, v.name, write, s.loc)
 
     def launch(self, evaluate: Callable[..., Any], s: Launch,
                f: Frame) -> None:
@@ -148,7 +176,8 @@ class Residency:
         expression; arrays go to the device only when their device copy is stale and the
         launch does not overwrite them whole."""
         k = s.kernel
-        stoppable, written = self.kernel_facts(k)
+        facts = kernel_facts(k)
+        stoppable, written = facts.can_stop, facts.written
         threads = int(evaluate(s.thread_count, f))
         block = int(evaluate(s.block_size, f))
         discard: set[int] = set()
@@ -171,8 +200,12 @@ class Residency:
                                     "allocated", s.loc)
                 e = self.entry(arr)
                 if not e.dev_valid:
+                    zero = self._was_zero(arr)
                     if id(arr) in discard and not e.pending_write:
                         self.backend.stats.bytes_discarded += arr.nbytes
+                    elif zero:
+                        self.backend.fill(e.dev, 0)
+                        self.backend.stats.bytes_zeroed += arr.nbytes
                     else:
                         self.backend.copy_in(e.dev, np.ascontiguousarray(arr))
                     e.dev_valid = True

@@ -15,6 +15,7 @@ Every copy is counted in :class:`TransferStats`, so the saving is observable.
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -23,9 +24,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sarek_py.ir.diagnostics import SarekError
-from sarek_py.ir.nodes import Barrier, Call, Kernel, Ref, Stop, Store, Var
+from sarek_py.ir.nodes import Call, Kernel, Ref, Stop, Store, Var
 from sarek_py.ir.types import ArrayType, Scalar
 from sarek_py.ir.visit import iter_nodes
+from sarek_py.launch.runtime.cache import kernel_facts
 
 #: the byte a discarded (not copied-in) or scratch buffer is filled with
 POISON_BYTE = 0xA5
@@ -40,17 +42,22 @@ class LaunchError(SarekError):
 @attrs.define
 class TransferStats:
     """What a backend has moved: bytes copied in and out, bytes *not* copied in thanks to
-    write-discard, device bytes allocated, launches made."""
+    write-discard, bytes set to zero on the device instead of copied in (LCH-19), device
+    bytes allocated, launches made; and what it has prepared (LCH-17): kernel sources
+    emitted and programs built (loaded) for launches."""
 
     bytes_in: int = 0
     bytes_out: int = 0
     bytes_discarded: int = 0
+    bytes_zeroed: int = 0
     bytes_allocated: int = 0
     launches: int = 0
+    emits: int = 0
+    builds: int = 0
 
     def reset(self) -> None:
-        self.bytes_in = self.bytes_out = self.bytes_discarded = 0
-        self.bytes_allocated = self.launches = 0
+        self.bytes_in = self.bytes_out = self.bytes_discarded = self.bytes_zeroed = 0
+        self.bytes_allocated = self.launches = self.emits = self.builds = 0
 
 
 @attrs.define(eq=False)
@@ -63,7 +70,7 @@ class DeviceArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -153,13 +160,16 @@ def check_args(kernel: Kernel, args: Mapping[str, Any]) -> dict[str, HostValue]:
     return out
 
 
+_INT_RANGE = {Scalar.I32: (-(2**31), 2**31 - 1), Scalar.I64: (-(2**63), 2**63 - 1)}
+
+
 def scalar_value(t: Scalar, v: Any, what: str) -> np.generic:
     """``v`` as a numpy scalar of type ``t``, refusing values the type cannot hold."""
     if t.is_int:
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
             raise LaunchError(f"{what} must be an integer ({t}), not {v!r}")
-        info = np.iinfo(np.int32 if t is Scalar.I32 else np.int64)
-        if not info.min <= int(v) <= info.max:
+        lo, hi = _INT_RANGE[t]
+        if not lo <= int(v) <= hi:
             raise LaunchError(f"{what}: {v} does not fit {t}")
         return t.dtype.type(int(v))
     if t.is_float:
@@ -276,7 +286,7 @@ class Backend(abc.ABC):
         if threads < 1:
             return
         if (self.whole_blocks_for_barriers and threads % block
-                and any(isinstance(n, Barrier) for n in iter_nodes(kernel.body))):
+                and kernel_facts(kernel).has_barrier):
             raise LaunchError(
                 f"kernel {kernel.name} has a barrier: its {threads} threads must fill whole "
                 f"blocks of {block} on the {self.name} backend (LCH-6)")
@@ -343,7 +353,8 @@ class Backend(abc.ABC):
             p = _param(kernel, name)
             if not isinstance(p.type, ArrayType):
                 raise LaunchError(f"overwritten names {name}, which is not an array")
-        written = written_arrays(kernel)
+        facts = kernel_facts(kernel)
+        written = facts.written
         dev_args: dict[str, DeviceArray | np.generic] = {}
         hosts: list[tuple[NDArray[Any], DeviceArray]] = []
         arrays = {n: v for n, v in checked.items() if isinstance(v, np.ndarray)
@@ -378,7 +389,7 @@ class Backend(abc.ABC):
             dev_args[name] = dev
             hosts.append((v, dev))
         status = None
-        if can_stop(kernel) and threads > 0:
+        if facts.can_stop and threads > 0:
             status = self.allocate((threads,), np.int32)
             self.copy_in(status, np.zeros(threads, np.int32))
         self.launch(kernel, dev_args, threads, block, status, check_races=check_races)

@@ -20,8 +20,9 @@ from sarek_py.codegen.cuda import CUDA
 from sarek_py.codegen.nvcc import compile_ptx
 from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.ir.nodes import Kernel
-from sarek_py.launch.runtime.args import kernel_arguments
+from sarek_py.launch.runtime.args import ArgPlan, arg_plan
 from sarek_py.launch.runtime.base import Backend, DeviceArray, LaunchError
+from sarek_py.launch.runtime.cache import KernelCache
 
 
 def _import_driver() -> Any:
@@ -43,6 +44,10 @@ def _import_driver() -> Any:
     return drv
 
 
+def _handle(d: DeviceArray) -> Any:
+    return d.handle
+
+
 class CudaBackend(Backend):
     """Kernels as CUDA C on GPU 0, through PyCUDA."""
 
@@ -57,19 +62,30 @@ class CudaBackend(Backend):
         major, minor = self.device.compute_capability()
         self.arch = f"sm_{major}{minor}"
         self._functions: dict[str, tuple[Emitted, Any, Any]] = {}
+        self._compiled: KernelCache[tuple[Emitted, Any, ArgPlan]] = KernelCache(self._compile)
+        self.max_block = int(self.device.get_attribute(
+            self.drv.device_attribute.MAX_THREADS_PER_BLOCK))
 
     @property
     def device_name(self) -> str:
         return f"{self.device.name()} ({self.arch})"
 
-    def compiled(self, kernel: Kernel) -> tuple[Emitted, Any]:
+    def compiled(self, kernel: Kernel) -> tuple[Emitted, Any, ArgPlan]:
+        """The emitted source and ABI of ``kernel``, its loaded function and its argument
+        plan, made at the first launch of this kernel object (LCH-17); one module per
+        distinct source."""
+        return self._compiled.get(kernel)
+
+    def _compile(self, kernel: Kernel) -> tuple[Emitted, Any, ArgPlan]:
         em = emit(kernel, CUDA)
+        self.stats.emits += 1
         hit = self._functions.get(em.source)
         if hit is None:
             module = self.drv.module_from_buffer(compile_ptx(em.source, self.arch).encode())
+            self.stats.builds += 1
             hit = (em, module, module.get_function(em.abi.name))
             self._functions[em.source] = hit
-        return hit[0], hit[2]
+        return em, hit[2], arg_plan(em.abi, kernel, np.uint8)
 
     def _alloc(self, nbytes: int) -> Any:
         return self.drv.mem_alloc(max(nbytes, 4))
@@ -86,14 +102,12 @@ class CudaBackend(Backend):
     def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
                 threads: int, block: int, status: DeviceArray | None,
                 check_races: bool) -> None:
-        limit = int(self.device.get_attribute(
-            self.drv.device_attribute.MAX_THREADS_PER_BLOCK))
+        limit = self.max_block
         if block > limit:
             raise LaunchError(f"kernel {kernel.name}: block size {block} exceeds the "
                               f"device's limit of {limit} threads")
-        em, fn = self.compiled(kernel)
-        values = kernel_arguments(em.abi, kernel, args, threads, status,
-                                  lambda d: d.handle, np.uint8)
+        _, fn, plan = self.compiled(kernel)
+        values = plan.values(args, threads, status, _handle)
         blocks = -(-threads // block)
         fn(*values, block=(block, 1, 1), grid=(blocks, 1))
 

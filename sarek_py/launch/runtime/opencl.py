@@ -2,7 +2,9 @@
 
 Programs are built once per source with :data:`~sarek_py.codegen.opencl.BUILD_OPTIONS`
 (correctly rounded single-precision division and square root, no contraction, no fast
-math) and kept in a process-wide cache, since a PoCL build takes most of a second.
+math) and kept in a process-wide cache, since a PoCL build takes most of a second. Each
+kernel object is emitted once per backend (LCH-17): its source, ABI and ``cl.Kernel`` are
+cached, so a later launch of it only binds the arguments and enqueues.
 Launches go to an in-order queue and do not wait; :meth:`OpenCLBackend.sync` does.
 ``$SAREK_OPENCL_DEVICE`` picks a device whose platform or device name contains it.
 """
@@ -20,8 +22,9 @@ from sarek_py.codegen.cstyle import Emitted, emit
 from sarek_py.codegen.opencl import BUILD_OPTIONS, OPENCL
 from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.ir.nodes import Kernel
-from sarek_py.launch.runtime.args import kernel_arguments
+from sarek_py.launch.runtime.args import ArgPlan, arg_plan
 from sarek_py.launch.runtime.base import Backend, DeviceArray, LaunchError
+from sarek_py.launch.runtime.cache import KernelCache
 
 #: built programs by (context id, source): shared by every backend object of the process
 _PROGRAMS: dict[tuple[int, str], Any] = {}
@@ -62,6 +65,10 @@ def _pick_device(cl: Any) -> Any:
     return (gpus or found)[0]
 
 
+def _handle(d: DeviceArray) -> Any:
+    return d.handle
+
+
 class OpenCLBackend(Backend):
     """Kernels as OpenCL C on the first OpenCL device (a GPU when there is one)."""
 
@@ -74,6 +81,8 @@ class OpenCLBackend(Backend):
         self.context = self.cl.Context([self.device])
         self.queue = self.cl.CommandQueue(self.context)
         self._kernels: dict[tuple[str, str], Any] = {}
+        self._compiled: KernelCache[tuple[Emitted, Any, ArgPlan]] = KernelCache(self._compile)
+        self.max_block = int(self.device.max_work_group_size)
 
     @property
     def device_name(self) -> str:
@@ -86,16 +95,27 @@ class OpenCLBackend(Backend):
         if prg is None:
             prg = self.cl.Program(self.context, source).build(options=list(BUILD_OPTIONS))
             _PROGRAMS[key] = prg
+            self.stats.builds += 1
         return prg
 
-    def compiled(self, kernel: Kernel) -> tuple[Emitted, Any]:
+    def compiled(self, kernel: Kernel) -> tuple[Emitted, Any, ArgPlan]:
+        """The emitted source and ABI of ``kernel``, its ``cl.Kernel`` (scalar argument
+        types declared, so binding the arguments is a packing, not a type inquiry) and its
+        argument plan, made at the first launch of this kernel object (LCH-17)."""
+        return self._compiled.get(kernel)
+
+    def _compile(self, kernel: Kernel) -> tuple[Emitted, Any, ArgPlan]:
         em = emit(kernel, OPENCL)
+        self.stats.emits += 1
         key = (em.source, em.abi.name)
         k = self._kernels.get(key)
+        plan = arg_plan(em.abi, kernel, np.uint8)
         if k is None:
             k = getattr(self.program(em.source), em.abi.name)
+            # the same source has the same ABI, hence the same types: set once per object
+            k.set_scalar_arg_dtypes(list(plan.dtypes))
             self._kernels[key] = k
-        return em, k
+        return em, k, plan
 
     def _alloc(self, nbytes: int) -> Any:
         return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size=max(nbytes, 4))
@@ -112,14 +132,12 @@ class OpenCLBackend(Backend):
     def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
                 threads: int, block: int, status: DeviceArray | None,
                 check_races: bool) -> None:
-        limit = int(self.device.max_work_group_size)
+        limit = self.max_block
         if block > limit:
             raise LaunchError(f"kernel {kernel.name}: block size {block} exceeds the "
                               f"device's limit of {limit} work-items")
-        em, k = self.compiled(kernel)
-        values = kernel_arguments(em.abi, kernel, args, threads, status,
-                                  lambda d: d.handle, np.uint8)
-        k.set_args(*values)
+        _, k, plan = self.compiled(kernel)
+        k.set_args(*plan.values(args, threads, status, _handle))
         blocks = -(-threads // block)
         self.cl.enqueue_nd_range_kernel(self.queue, k, (blocks * block,), (block,))
 
