@@ -362,3 +362,30 @@ kernel k(a : i32[], out : i32[]) =
     assert res.stop_codes.tolist() == [4] and out.tolist() == [0, 0]
     run_kernel(k, {"a": np.array([5], np.int32), "out": out}, 1)
     assert out.tolist() == [5, 9]
+
+
+def test_int22_loop_budget_stops_a_loop_that_does_not_end() -> None:
+    """INT-22: an endless while loop is an InterpError located at the loop, not a hang."""
+    m = parse_module(
+        "kernel spin(x : i32[]) =\n"
+        "  let mut k = 0 in\n"
+        "  while k >= 0 do k := k * 1 done;\n"
+        "  x[0] <- k\n",
+        "spin.sk",
+    )
+    x = np.zeros(1, dtype=np.int32)
+    with pytest.raises(InterpError, match="INT-22") as err:
+        run_kernel(m.kernel("spin"), {"x": x}, 4, 4, loop_budget=1000)
+    assert str(err.value).startswith("spin.sk:3:")
+    # a loop within the budget runs to its end
+    m2 = parse_module(
+        "kernel count(x : i32[]) =\n"
+        "  let mut k = 0 in\n"
+        "  for j = 1 to 999 do k := k + 1 done;\n"
+        "  x[0] <- k\n",
+        "count.sk",
+    )
+    run_kernel(m2.kernel("count"), {"x": x}, 1, 1, loop_budget=1000)
+    assert x[0] == 999
+    with pytest.raises(InterpError, match="INT-22"):
+        run_kernel(m2.kernel("count"), {"x": x}, 1, 1, loop_budget=998)

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sarek_py.ir.diagnostics import InterpError
-from sarek_py.ir.interp_exec import Frame, Machine
+from sarek_py.ir.interp_exec import LOOP_BUDGET, Frame, Machine
 from sarek_py.ir.interp_geometry import Geometry
 from sarek_py.ir.interp_memory import ArrayStore, Memory
 from sarek_py.ir.interp_ops import Val
@@ -58,6 +58,7 @@ def run_kernel(
     check_races: bool = True,
     grid: tuple[int, ...] | None = None,
     block_shape: tuple[int, ...] | None = None,
+    loop_budget: int = LOOP_BUDGET,
 ) -> InterpResult:
     """Run ``kernel`` with ``threads`` threads in blocks of ``block`` (INT-1).
 
@@ -65,6 +66,9 @@ def run_kernel(
     dtype and rank for an array (updated in place), a Python or numpy scalar otherwise.
     ``grid``/``block_shape`` give a launch of up to three dimensions (``x`` fastest); the
     thread ids are still linear, and threads whose id is ``threads`` or more do not exist.
+    ``loop_budget`` bounds the loop iterations one launch may run, all loops together: a
+    launch that needs more is stopped with an :class:`InterpError` (INT-22), so a loop
+    that never ends is reported instead of hanging the caller.
     """
     geo = _geometry(kernel, threads, block, grid, block_shape)
     with np.errstate(all="ignore"):
@@ -73,7 +77,7 @@ def run_kernel(
             isinstance(s, Store) for h in kernel.helpers for s in iter_stmts(h.body)
         )
         memory = Memory(geo, check_races, copy_reads=helper_stores)
-        machine = Machine(kernel, geo, memory, frame, shared)
+        machine = Machine(kernel, geo, memory, frame, shared, loop_budget)
         try:
             codes = machine.run()
         finally:

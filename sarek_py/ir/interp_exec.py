@@ -58,6 +58,9 @@ from sarek_py.ir.types import ArrayType, Scalar
 
 _MAX_DEPTH = 64
 
+#: loop iterations one launch may run, all loops and lanes' steps together (INT-22)
+LOOP_BUDGET = 2**20
+
 
 _ZEROS: list[NDArray[np.int32]] = [np.zeros(0, dtype=np.int32)]
 
@@ -120,8 +123,10 @@ class Machine:
         mem: Memory,
         frame: Frame,
         shared: list[ArrayStore],
+        loop_budget: int = LOOP_BUDGET,
     ):
         self.kernel = kernel
+        self.loop_budget = loop_budget
         self.helpers = {h.name: h for h in kernel.helpers}
         self.geo = geo
         self.mem = mem
@@ -405,10 +410,20 @@ class Machine:
             return m
         return self.union(rt, rf)
 
+    def spend(self, s: While | For) -> None:
+        """Count one loop iteration against the launch's budget (INT-22)."""
+        self.loop_budget -= 1
+        if self.loop_budget < 0:
+            raise InterpError(
+                f"kernel {self.kernel.name}: the launch ran more loop iterations than its "
+                f"budget allows (INT-22): a loop that does not end? "
+                f"(raise run_kernel's loop_budget for a longer run)", s.loc)
+
     def _while(self, s: While, m: Mask) -> Mask:
         out: Mask = self.empty
         cur = m
         while True:
+            self.spend(s)
             c = self.ev(s.cond, cur)
             cur = self.live(cur)
             if not isinstance(c, np.ndarray):
@@ -437,6 +452,7 @@ class Machine:
                 rng = range(lo, hi - 1, -1) if s.down else range(lo, hi + 1)
                 cur = m
                 for k in rng:
+                    self.spend(s)
                     env[s.var] = dt.type(k)
                     cur = self.exec(s.body, cur)
                     if not self.alive(cur):
@@ -450,6 +466,7 @@ class Machine:
             cur = self.narrow(m, trips > 0)
             k = 0
             while self.alive(cur):
+                self.spend(s)
                 env[s.var] = (a64 - k if s.down else a64 + k).astype(dt)
                 cur = self.exec(s.body, cur)
                 k += 1
