@@ -40,7 +40,7 @@ from sarek_py.ir.nodes import (
     While,
     iter_stmts,
 )
-from sarek_py.ir.visit import children
+from sarek_py.ir.visit import children, ends_every_path
 
 
 @attrs.frozen
@@ -74,18 +74,8 @@ def region_ctx(s: Stmt, base: AffineCtx | None = None) -> AffineCtx:
     return attrs.evolve(base, variant=base.variant | assigned_vars(s))
 
 
-def always_leaves(s: Stmt) -> bool:
-    """Every path through ``s`` ends in ``return`` or ``stop``."""
-    match s:
-        case Return() | Stop():
-            return True
-        case Seq(stmts=ss):
-            return any(always_leaves(x) for x in ss)
-        case If(then=t, else_=e):
-            return e is not None and always_leaves(t) and always_leaves(e)
-        case Let(body=b) | Pragma(body=b):
-            return always_leaves(b)
-    return False
+#: the statements that leave a thread's code: every path ending in one "always leaves"
+LEAVE = (Return, Stop)
 
 
 def may_leave(s: Stmt) -> bool:
@@ -156,9 +146,9 @@ class _Walker:
                 self.stmt(t, ctx, _and(path, pos), loop)
                 if e is not None:
                     self.stmt(e, ctx, _and(path, negc), loop)
-                if always_leaves(t) and (e is None or not always_leaves(e)):
+                if ends_every_path(t, LEAVE) and (e is None or not ends_every_path(e, LEAVE)):
                     return _and(path, negc)
-                if e is not None and always_leaves(e) and not always_leaves(t):
+                if e is not None and ends_every_path(e, LEAVE) and not ends_every_path(t, LEAVE):
                     return _and(path, pos)
             case For(var=v, start=a, stop=z, body=b, down=down):
                 self.expr(a, ctx, path, loop)
@@ -236,8 +226,8 @@ def _exact(
             _exact(t, ctx, _exact_and(guard, pos), array, emit)
             if e is not None:
                 _exact(e, ctx, _exact_and(guard, neg), array, emit)
-            lt = always_leaves(t)
-            le = e is not None and always_leaves(e)
+            lt = ends_every_path(t, LEAVE)
+            le = e is not None and ends_every_path(e, LEAVE)
             if lt and le:
                 return Dnf.false()
             if lt and (e is None or not may_leave(e)):

@@ -59,7 +59,7 @@ from sarek_py.ir.nodes import (
 )
 from sarek_py.ir.typeof import type_of
 from sarek_py.ir.types import ArrayType, Scalar
-from sarek_py.ir.visit import free_vars, iter_exprs, iter_nodes, map_node
+from sarek_py.ir.visit import free_vars, helper_closure, iter_exprs, iter_nodes, map_node
 
 Select = Callable[[Call], bool]
 
@@ -482,25 +482,12 @@ def inline_report(kernel: Kernel, select: Select | None = None) -> tuple[Kernel,
     """``kernel`` with its calls inlined, and the calls left in place (INL-10)."""
     taken = _names(kernel.body) | {v.name for v in (*kernel.params, *kernel.locals)}
     body, report = inline_stmt(kernel.body, kernel.helpers, select, taken)
-    return attrs.evolve(kernel, body=body, helpers=_used_helpers(body, kernel.helpers)), report
+    return attrs.evolve(kernel, body=body, helpers=helper_closure((body,), kernel.helpers)), report
 
 
 def inline_calls(kernel: Kernel, select: Select | None = None) -> Kernel:
     """``kernel`` with every inlinable call inlined (INL-1..INL-10)."""
     return inline_report(kernel, select)[0]
-
-
-def _used_helpers(body: Stmt, helpers: Sequence[HelperFunc]) -> tuple[HelperFunc, ...]:
-    table = _table(helpers)
-    used: set[str] = set()
-    todo = [c.func for c in _calls(body)]
-    while todo:
-        n = todo.pop()
-        if n in used or n not in table:
-            continue
-        used.add(n)
-        todo.extend(c.func for c in _calls(table[n].body))
-    return tuple(h for h in helpers if h.name in used)
 
 
 def inline_module(m: Module, notes: list[str] | None = None) -> Module:

@@ -24,20 +24,7 @@ from sarek_py.ir.nodes import (
     iter_stmts,
     seq,
 )
-
-
-def always_returns(s: Stmt) -> bool:
-    """Every path through ``s`` ends in a ``return``."""
-    match s:
-        case Return():
-            return True
-        case Seq(stmts=ss):
-            return any(always_returns(x) for x in ss)
-        case If(then=t, else_=e):
-            return e is not None and always_returns(t) and always_returns(e)
-        case Let(body=b) | Pragma(body=b):
-            return always_returns(b)
-    return False
+from sarek_py.ir.visit import ends_every_path
 
 
 def _has_return(s: Stmt) -> bool:
@@ -52,8 +39,8 @@ def _tail_seq(ss: list[Stmt]) -> Stmt | None:
             last = _tail_one(s)
             return None if last is None else seq(*ss[:k], last)
         if isinstance(s, If) and _has_return(s):
-            t_ret = always_returns(s.then)
-            e_ret = s.else_ is not None and always_returns(s.else_)
+            t_ret = ends_every_path(s.then)
+            e_ret = s.else_ is not None and ends_every_path(s.else_)
             if t_ret and not e_ret:
                 tail = _tail_seq([s.else_, *rest] if s.else_ is not None else rest)
                 head = _tail_one(s.then)
@@ -106,7 +93,7 @@ def tail_returns(body: Stmt) -> Stmt | None:
     """``body`` with every ``return`` in tail position and returning on every path, or
     ``None`` when that cannot be done exactly."""
     out = _tail_one(body)
-    if out is None or not always_returns(out):
+    if out is None or not ends_every_path(out):
         return None
     return out
 

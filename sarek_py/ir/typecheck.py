@@ -47,7 +47,7 @@ from sarek_py.ir.nodes import (
     While,
 )
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar, Type
-from sarek_py.ir.visit import iter_nodes
+from sarek_py.ir.visit import ends_every_path, iter_nodes
 
 __all__ = ["check_helper", "check_kernel", "check_module", "returns_on_every_path"]
 
@@ -90,17 +90,7 @@ def check_helper(h: HelperFunc, helpers: Sequence[HelperFunc] = ()) -> None:
 
 def returns_on_every_path(s: Stmt) -> bool:
     """Whether every path through ``s`` ends in a ``return`` (the rule of IR-23)."""
-    match s:
-        case Return():
-            return True
-        case Seq(stmts=ss):
-            return any(returns_on_every_path(x) for x in ss)
-        case If(then=t, else_=e):
-            return e is not None and returns_on_every_path(t) and returns_on_every_path(e)
-        case Let(body=b) | Pragma(body=b):
-            return returns_on_every_path(b)
-        case _:
-            return False
+    return ends_every_path(s)
 
 
 # ------------------------------------------------------------------------------ helpers

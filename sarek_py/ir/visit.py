@@ -7,7 +7,7 @@ identity of unchanged subtrees is kept.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -15,13 +15,18 @@ import attrs
 from sarek_py.ir.nodes import (
     EXPR_TYPES,
     STMT_TYPES,
+    Call,
     Expr,
     For,
     HelperFunc,
+    If,
     Kernel,
     Let,
     Module,
+    Pragma,
     Ref,
+    Return,
+    Seq,
     Stmt,
     Var,
 )
@@ -186,3 +191,36 @@ def canonical_ids(node: N, start: int = 1) -> N:
         return Var(v.name, table[v.id], v.type, v.mutable)
 
     return map_node(node, var=renum)
+
+
+def ends_every_path(s: Stmt, ends: tuple[type, ...] = (Return,)) -> bool:
+    """Whether every path through ``s`` ends in a statement of a kind in ``ends``.
+
+    A sequence ends when one of its statements does, an ``if`` only with both branches,
+    loops never (they may run no iteration).
+    """
+    match s:
+        case Seq(stmts=ss):
+            return any(ends_every_path(x, ends) for x in ss)
+        case If(then=t, else_=e):
+            return e is not None and ends_every_path(t, ends) and ends_every_path(e, ends)
+        case Let(body=b) | Pragma(body=b):
+            return ends_every_path(b, ends)
+    return isinstance(s, ends)
+
+
+def helper_closure(
+    roots: Iterable[Expr | Stmt], helpers: Sequence[HelperFunc]
+) -> tuple[HelperFunc, ...]:
+    """The helpers of ``helpers`` that ``roots`` call, directly or through one another,
+    in the order of ``helpers``; calls of names not in ``helpers`` are ignored."""
+    table = {h.name: h for h in helpers}
+    used: set[str] = set()
+    todo = [e.func for r in roots for e in iter_exprs(r) if isinstance(e, Call)]
+    while todo:
+        n = todo.pop()
+        if n in used or n not in table:
+            continue
+        used.add(n)
+        todo.extend(e.func for e in iter_exprs(table[n].body) if isinstance(e, Call))
+    return tuple(h for h in helpers if h.name in used)

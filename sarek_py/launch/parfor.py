@@ -7,13 +7,12 @@ reference interpreter) and the offload (which launches it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from sarek_py.ir.nodes import (
     Assign,
     Binary,
     BinaryOp,
-    Call,
     Expr,
     HelperFunc,
     Intrinsic,
@@ -26,7 +25,7 @@ from sarek_py.ir.nodes import (
     var,
 )
 from sarek_py.ir.types import Scalar
-from sarek_py.ir.visit import free_vars, iter_exprs, map_node
+from sarek_py.ir.visit import free_vars, helper_closure, map_node
 from sarek_py.launch.program import HostError, ParFor
 
 
@@ -67,24 +66,8 @@ def parfor_kernel(loop: ParFor, helpers: Iterable[HelperFunc], name: str = "parf
     for v, e in lets:
         body = Let(v, e, body)
     body = Let(tid, Intrinsic("global_thread_id"), body)
-    used = {c.func for c in _calls_in(loop.body)}
-    hs = _closure(used, tuple(helpers))
+    hs = helper_closure((loop.body,), tuple(helpers))
     kern = Kernel(name, (*params, *los, *ns), loop.locals, body, hs, loc=loop.loc)
     return kern, host
 
 
-def _calls_in(s: Stmt) -> Iterator[Call]:
-    return (e for e in iter_exprs(s) if isinstance(e, Call))
-
-
-def _closure(names: set[str], helpers: tuple[HelperFunc, ...]) -> tuple[HelperFunc, ...]:
-    table = {h.name: h for h in helpers}
-    seen: set[str] = set()
-    todo = list(names)
-    while todo:
-        n = todo.pop()
-        if n in seen or n not in table:
-            continue
-        seen.add(n)
-        todo.extend(c.func for c in _calls_in(table[n].body))
-    return tuple(h for h in helpers if h.name in seen)
