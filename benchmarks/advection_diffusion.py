@@ -31,7 +31,7 @@ from typing import Any
 
 from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
 from sarek_py.launch.host_interp import run_program
-from sarek_py.launch.offload import offload
+from sarek_py.launch.offload import NUMBERINGS, Numbering, offload
 from sarek_py.launch.program import Program
 from sarek_py.launch.program_text import parse_program_file
 from sarek_py.launch.runtime import Backend, get_backend
@@ -39,11 +39,11 @@ from sarek_py.launch.runtime import Backend, get_backend
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "advection_diffusion.sk"
 
 
-def variants(block: int) -> dict[str, Program]:
+def variants(block: int, numbering: Numbering = "rows") -> dict[str, Program]:
     src = parse_program_file(EXAMPLE)
     fused, _ = fuse_program(src, FusionOptions(swap=False))
     swapped, _ = fuse_program(src, FusionOptions(swap=True))
-    return {name: offload(p, block_size=block)
+    return {name: offload(p, block_size=block, numbering=numbering)
             for name, p in (("unfused", src), ("fused", fused), ("fused+swap", swapped))}
 
 
@@ -83,9 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backend", default="opencl")
     ap.add_argument("--block", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--numbering", choices=NUMBERINGS, default="rows",
+                    help="how a launch's threads number a nest's iterations (OFF-10)")
     args = ap.parse_args(argv)
     backend = get_backend(args.backend)
-    progs = variants(args.block)
+    progs = variants(args.block, args.numbering)
     preset = {"nx": args.size, "ny": args.size, "nt": args.steps}
     for p in progs.values():  # compile every kernel
         run_program(p, {"nx": 8, "ny": 8, "nt": 1}, device=backend, check_races=False)
@@ -120,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     cols = {"program wall": med(times, 0), "program cpu": med(times, 1),
             "kernels wall": med(kernel_times, 0), "kernels cpu": med(kernel_times, 1)}
     print(f"advection-diffusion {args.size}x{args.size}, {args.steps} steps, "
-          f"backend {backend.name}, block {args.block}, median of {args.repeat} (seconds)")
+          f"backend {backend.name}, block {args.block}, numbering {args.numbering}, median of {args.repeat} (seconds)")
     print(f"  {'variant':<11} {'launches':>8}" + "".join(f"{c:>14}" for c in cols))
     for name in progs:
         print(f"  {name:<11} {counts[name]:8d}"

@@ -212,3 +212,19 @@ def test_hp15_host_subscripts_checked() -> None:
 def test_hp9_check_program(body: str, decls: str, msg: str) -> None:
     with pytest.raises(CheckError, match=msg):
         run(body, decls)
+
+
+def test_hp9_a_program_run_many_times_is_checked_once() -> None:
+    """HP-9 with the check remembered per program object: the second run of the same
+    program does not check it again; a program that fails the check fails every run."""
+    from sarek_py.launch import program_check
+
+    p = parse_program("program p var n : i32 = 2; begin n := n + 1 end")
+    before = program_check._CHECKED.misses
+    run_program(p)
+    run_program(p)
+    assert program_check._CHECKED.misses == before + 1
+    bad = parse_program("program q var n : i32; begin n := 1.5 end")
+    for _ in range(2):
+        with pytest.raises(CheckError, match="not i32"):
+            run_program(bad)

@@ -8,7 +8,8 @@ indents by two spaces, and gives the C the interpreter's meaning (CG-5 … CG-12
   (``a_len0``, ``a_len1`` …); an access is a row-major offset from the lower bounds,
   computed in 64 bits for global arrays of rank two or more;
 * a hidden 64-bit ``sarek_threads`` sends threads numbered past the launch's count back
-  before the body (kernels without a barrier);
+  before the body, or in the kernel's own leading guard when what precedes it is safe to
+  run for them (kernels without a barrier, CG-21);
 * a kernel that can ``stop`` gets a hidden ``sarek_stop`` buffer, one ``int`` per thread;
 * locals start at zero; float ``min``/``max``/``abs`` are ``fmin``/``fmax``/``fabs``.
 
@@ -26,6 +27,7 @@ import numpy as np
 from sarek_py.codegen.dialect import Dialect
 from sarek_py.codegen.names import Namer
 from sarek_py.codegen.ranges import Range, int_range, no_overflow, refine, type_range
+from sarek_py.codegen.speculate import speculation_guard
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.intrinsics import MATH, THREAD_INTRINSICS
 from sarek_py.ir.nodes import (
@@ -150,6 +152,8 @@ class _Function:
         self.lines: list[str] = []
         #: value ranges of the immutable integer variables in scope (CG-18, CG-19)
         self.ranges: dict[int, Range] = {}
+        #: the kernel's own guard that also tests the launch's thread count (CG-21)
+        self.count_guard: If | None = None
         #: integer types whose wrapping ``abs`` function the code calls (CG-18)
         self.wrapping_abs: set[Scalar] = set()
 
@@ -405,6 +409,11 @@ class _Function:
                 self.emit(f"{self.name(v)} = {self.expr(val)[0]};", depth)
             case Store(array=a, index=idx, value=val):
                 self.emit(f"{self.name(a)}[{self.offset(a, idx)}] = {self.expr(val)[0]};", depth)
+            case If(cond=c) if s is self.count_guard:
+                # CG-21: threads past the launch's count leave with the kernel's own guard
+                self.emit("// threads past the launch's count stop here too", depth)
+                self.emit(f"if (({self.d.flat_id}) >= sarek_threads || ({self.expr(c)[0]})) "
+                          "return;", depth)
             case If(cond=c, then=t, else_=e):
                 saved = self.ranges
                 self.emit(f"if ({self.expr(c)[0]}) {{", depth)
@@ -658,8 +667,11 @@ def emit(kernel: Kernel, d: Dialect) -> Emitted:
     for v in kernel.locals:
         k.emit(k.local_decl(v), 1)
     if not barrier:
-        k.emit("// threads past the launch's count stop here", 1)
-        k.emit(f"if (({d.flat_id}) >= sarek_threads) return;", 1)
+        # CG-21: in the kernel's own leading guard when what comes before it is safe
+        k.count_guard = speculation_guard(kernel.body, k.ranges)
+        if k.count_guard is None:
+            k.emit("// threads past the launch's count stop here", 1)
+            k.emit(f"if (({d.flat_id}) >= sarek_threads) return;", 1)
     k.stmt(kernel.body, 1)
     chunks.append(_signature(f"{d.kernel_qualifier} {kname}", params) + " {\n"
                   + "\n".join(k.lines) + "\n}\n")

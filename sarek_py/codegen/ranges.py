@@ -93,10 +93,12 @@ def _range(e: Expr, env: Mapping[int, Range], t: Scalar) -> Range | None:
         case Length():
             return (0, type_range(Scalar.I32)[1])
         case Intrinsic(name=n, args=()) if n in THREAD_INTRINSICS:
-            # block-relative indices and sizes are never negative; a global index is the
-            # C conversion of a wider number, so any int
-            return None if n in GLOBAL_IDS or n.startswith("global_idx") else (
-                0, type_range(Scalar.I32)[1])
+            # block-relative indices are never negative and extents are at least 1; a
+            # global index is the C conversion of a wider number, so any int
+            if n in GLOBAL_IDS or n.startswith("global_idx"):
+                return None
+            return (1 if n.startswith(("block_dim", "grid_dim")) else 0,
+                    type_range(Scalar.I32)[1])
         case Intrinsic(name="min" | "max" as n, args=(a, b)) if t.is_int:
             ra, rb = int_range(a, env), int_range(b, env)
             pick = min if n == "min" else max

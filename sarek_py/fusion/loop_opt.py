@@ -60,13 +60,16 @@ class OptResult:
 
 
 def run_passes(program: Program, passes: Sequence[str], transforms: frozenset[str],
-               threshold: float = 64.0) -> OptResult:
+               threshold: float = 64.0, numbering: str = "rows") -> OptResult:
     """Run the named loop passes in order (LF-16); ``fuse`` followed by ``swap`` fuses with
     ping-pong; a pass ``--gpu-loop-transforms`` excludes is skipped (with a note)."""
     from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
-    from sarek_py.launch.offload import offload
+    from sarek_py.launch.offload import NUMBERINGS, offload
     from sarek_py.launch.program_text import print_program
 
+    if numbering not in NUMBERINGS:
+        raise LoopOptionError(f"--numbering: '{numbering}' is not one of "
+                              f"{', '.join(NUMBERINGS)}")
     for name in passes:
         if name not in HOST_PASSES:
             raise LoopOptionError(f"unknown pass '{name}' for a host program (passes: "
@@ -87,7 +90,7 @@ def run_passes(program: Program, passes: Sequence[str], transforms: frozenset[st
                 notes.append("swap: applies only to fused loops; nothing fused")
             continue  # done together with fuse
         else:
-            program = offload(program)
+            program = offload(program, numbering=numbering)
         step += 1
         dumps.append((f"{step:02d}-{name}.sk", print_program(program)))
         if name == "offload":
@@ -99,14 +102,15 @@ def run_passes(program: Program, passes: Sequence[str], transforms: frozenset[st
 
 
 def opt_program_file(path: str, passes: Sequence[str], transforms_value: str,
-                     dump_dir: str | None, threshold: float = 64.0) -> OptResult:
+                     dump_dir: str | None, threshold: float = 64.0,
+                     numbering: str = "rows") -> OptResult:
     """``sarek-py opt`` on a host-program file: parse, run, write the dumps."""
     from sarek_py.launch.program_text import parse_program_file
 
     transforms = parse_transforms(transforms_value)
     program = parse_program_file(path)
     names = list(passes) if passes else [p for p in LOOP_TRANSFORMS]
-    result = run_passes(program, names, transforms, threshold)
+    result = run_passes(program, names, transforms, threshold, numbering)
     if dump_dir is not None:
         out = Path(dump_dir)
         out.mkdir(parents=True, exist_ok=True)

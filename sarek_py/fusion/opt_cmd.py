@@ -40,6 +40,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fusion-threshold", type=float, default=64.0, metavar="OPS",
                    help="host programs: most extra operations per byte removed for a loop "
                         "fusion (default 64)")
+    p.add_argument("--numbering", default="rows", metavar="rows|tiles|flat",
+                   help="host programs, offload: how a launch's threads number a nest of two "
+                        "or more dimensions (default rows)")
     p.add_argument("--dump-dir", metavar="DIR",
                    help="host programs: write the program after each pass and the emitted "
                         "kernel sources into DIR")
@@ -82,7 +85,7 @@ def _opt_program(args: argparse.Namespace) -> int:
     names = [n.strip() for it in args.passes for n in it.split(",") if n.strip()]
     try:
         res = opt_program_file(args.file, names, args.gpu_loop_transforms, args.dump_dir,
-                               args.fusion_threshold)
+                               args.fusion_threshold, args.numbering)
     except LoopOptionError as exc:
         raise UsageError(exc.message) from None
     sys.stdout.write(print_program(res.program))

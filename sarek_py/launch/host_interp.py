@@ -64,7 +64,7 @@ from sarek_py.launch.program import (
     Procedure,
     Program,
 )
-from sarek_py.launch.program_check import check_program
+from sarek_py.launch.program_check import check_program, check_program_once
 from sarek_py.launch.residency import Residency, StopRequest
 from sarek_py.launch.runtime.base import Backend
 
@@ -240,7 +240,7 @@ class HostInterp:
     def run(self, preset: Mapping[str, Any] | None = None) -> HostResult:
         """Run the program; ``preset`` gives initial values to declared variables by name
         (an array value is copied)."""
-        check_program(self.program)
+        check_program_once(self.program)
         frame = self.globals
         self._declare(self.program.decls, frame)
         for name, value in (preset or {}).items():

@@ -4,7 +4,9 @@ next needs what a kernel wrote (specs/offload.md, OFF-1..OFF-9).
 :func:`offload` rewrites a :class:`~sarek_py.launch.program.Program`:
 
 * every ``parallel for`` becomes a :class:`~sarek_py.launch.launch.Launch` of a kernel with
-  one thread per iteration (OFF-1), the thread count an ``i64`` product of the extents;
+  one thread per iteration (OFF-1), the thread count an ``i64`` product of the extents; a
+  nest of two or more dimensions is launched in rows where that pads little, its flat
+  kernel otherwise, the host choosing at each execution (OFF-11);
 * an array that each iteration assigns at its own element before anything else names it,
   over loops that cover exactly its bounds, is ``overwritten`` (write-discard) under the
   host condition that says so (OFF-4, seed 001);
@@ -24,6 +26,7 @@ interpreter's job when it runs an offloaded program on a device backend
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import attrs
 
@@ -78,6 +81,10 @@ from sarek_py.launch.runtime.base import can_stop, written_arrays
 
 #: bytes of private arrays per thread kept in thread memory (OFF-6)
 STACK_BUDGET = 1024
+
+#: how the threads of a launched nest number its iterations (OFF-10, OFF-11)
+Numbering = Literal["rows", "tiles", "flat"]
+NUMBERINGS: tuple[Numbering, ...] = ("rows", "tiles", "flat")
 
 
 class OffloadError(SarekError):
@@ -209,7 +216,7 @@ class _Offloader:
     program: Program
     block_size: int
     budget: int
-    tiles: bool = False
+    numbering: Numbering = "rows"
     decls: list[Decl] = attrs.field(factory=list)
     kernels: list[Kernel] = attrs.field(factory=list)
     taken: set[str] = attrs.field(factory=set)
@@ -230,7 +237,7 @@ class _Offloader:
         except HostError as exc:
             raise OffloadError(exc.message, exc.loc) from None
         kernel, moved = _workspaces(kernel, self.budget)
-        if self.tiles and not moved and not can_stop(kernel):
+        if self.numbering == "tiles" and not moved and not can_stop(kernel):
             tiled = self.tiled(s, kernel, host)
             if tiled is not None:
                 return tiled
@@ -258,10 +265,69 @@ class _Offloader:
         written = written_arrays(kernel)
         over = [(a, c) for a, c in overwritten_arrays(s) if a.name in written]
         self.kernels.append(kernel)
-        return Launch(kernel, count, Const(self.block_size, Scalar.I32), tuple(args),
+        flat = Launch(kernel, count, Const(self.block_size, Scalar.I32), tuple(args),
                       scratch=tuple(scratch), stop_status=status, stop_replay=replay,
                       overwritten=tuple(a for a, _ in over),
                       overwritten_if=tuple(c for _, c in over), loc=s.loc)
+        if self.numbering == "rows" and not moved and status is None:
+            return self.rows(s, kernel, host, flat)
+        return flat
+
+    def rows(self, s: ParFor, flat_kernel: Kernel, host: tuple[Var, ...],
+             flat: Launch) -> HostStmt:
+        """OFF-11: a nest of two or more dimensions without a reduction, launched in rows
+        of ``block`` iterations of its contiguous dimension (TIL-10) when whole rows pad
+        the nest by at most ``MAX_ROW_PADDING``, by ``flat`` otherwise: the host tests it
+        at each execution (TIL-11). Any other loop: ``flat`` itself."""
+        from sarek_py.launch.tiling import (
+            MAX_ROW_PADDING,
+            Loop,
+            Nest,
+            TilingRefused,
+            row_nest,
+        )
+
+        rank = len(s.indices)
+        if rank < 2:
+            return flat
+        params = flat_kernel.params[:len(host)]
+        pmap = dict(zip(host, params, strict=True))
+        body = map_node(s.body, var=lambda v: pmap.get(v, v))
+        los = [var(f"lo_{k}", Scalar.I32) for k in range(rank)]
+        his = [var(f"hi_{k}", Scalar.I32) for k in range(rank)]
+        loops = tuple(Loop(ix.var, Ref(lo), Ref(hi))
+                      for ix, lo, hi in zip(s.indices, los, his, strict=True))
+        nest = Nest(self.fresh(f"{flat_kernel.name}_rows"), (*params, *los, *his), loops,
+                    body, flat_kernel.locals)
+        try:
+            rk = row_nest(nest)
+        except TilingRefused:
+            return flat
+        kernel = attrs.evolve(rk.kernel, helpers=flat_kernel.helpers, loc=s.loc)
+        block = Const(self.block_size, Scalar.I64)
+        padded: Expr | None = None
+        for d, ix in enumerate(s.indices):
+            e: Expr = Intrinsic("max", (_i64(_extent(ix.start, ix.stop)), Const(0, Scalar.I64)))
+            if d == rk.contiguous:
+                e = Binary(BinaryOp.MUL, Binary(BinaryOp.DIV, Binary(
+                    BinaryOp.ADD, e, Const(self.block_size - 1, Scalar.I64)), block), block)
+            padded = e if padded is None else Binary(BinaryOp.MUL, padded, e)
+        assert padded is not None
+        total = flat.thread_count
+        # flat when nothing runs or whole rows pad by more than MAX_ROW_PADDING (TIL-11):
+        # (padded - total) * den > total * num
+        num, den = MAX_ROW_PADDING.numerator, MAX_ROW_PADDING.denominator
+        too_much = Binary(BinaryOp.OR, Binary(BinaryOp.EQ, total, Const(0, Scalar.I64)),
+                          Binary(BinaryOp.GT, Binary(BinaryOp.MUL, Binary(
+                              BinaryOp.SUB, padded, total), Const(den, Scalar.I64)),
+                              Binary(BinaryOp.MUL, total, Const(num, Scalar.I64))))
+        args: list[Expr] = [Ref(v) for v in host]
+        args += [ix.start for ix in s.indices] + [ix.stop for ix in s.indices]
+        self.kernels.append(kernel)
+        launch = Launch(kernel, padded, Const(self.block_size, Scalar.I32), tuple(args),
+                        overwritten=flat.overwritten, overwritten_if=flat.overwritten_if,
+                        loc=s.loc)
+        return HIf(too_much, flat, launch, loc=s.loc)
 
     def tiled(self, s: ParFor, flat_kernel: Kernel, host: tuple[Var, ...]) -> Launch | None:
         """OFF-10: a nest of two or more dimensions without a reduction, launched in tiles
@@ -327,11 +393,16 @@ class _Offloader:
 
 
 def offload(program: Program, *, block_size: int = 256, stack_budget: int = STACK_BUDGET,
-            tiles: bool = False) -> Program:
+            numbering: Numbering = "rows") -> Program:
     """Every parallel loop of ``program`` (body and procedures) as a launch, with syncs
-    placed by :func:`place_syncs` (OFF-1..OFF-8); ``tiles`` for a device that asks for
-    tiles (CUDA): nests launched in tiles where that pads little (OFF-10)."""
-    off = _Offloader(program, block_size, stack_budget, tiles)
+    placed by :func:`place_syncs` (OFF-1..OFF-8). ``numbering`` says how the threads of a
+    nest of two or more dimensions number its iterations: ``"rows"`` (the default, OFF-11:
+    a block runs along the contiguous dimension), ``"tiles"`` (OFF-10: 32 × block/32
+    tiles), each falling back to flat where it pads too much, or ``"flat"``."""
+    if numbering not in NUMBERINGS:
+        raise ValueError(f"unknown numbering {numbering!r} (numberings: "
+                         f"{', '.join(NUMBERINGS)})")
+    off = _Offloader(program, block_size, stack_budget, numbering)
     off.taken |= {d.var.name for d in program.decls}
     off.taken |= {k.name for k in program.kernels} | {h.name for h in program.helpers}
     body = place_syncs(off.stmt(program.body), program, final=True)

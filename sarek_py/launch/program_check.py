@@ -27,6 +27,7 @@ from sarek_py.launch.program import (
     PointerAssoc,
     Program,
 )
+from sarek_py.launch.runtime.cache import IdentityCache
 
 
 def _check_expr(e: Expr, want: Scalar | None, what: str, loc: Loc | None) -> None:
@@ -48,6 +49,12 @@ def _check_expr(e: Expr, want: Scalar | None, what: str, loc: Loc | None) -> Non
     check_kernel(Kernel("host", params, (), body))
     if want is not None and t != want:
         raise CheckError(f"{what} has type {t}, not {want}", loc)
+
+
+def check_program_once(program: Program) -> None:
+    """:func:`check_program`, remembered per program object: a host that runs one program
+    many times (a benchmark, a time loop in Python) checks it once."""
+    _CHECKED.get(program)
 
 
 def check_program(program: Program) -> None:
@@ -122,3 +129,7 @@ def check_program(program: Program) -> None:
     go(program.body, False)
     for proc in program.procedures:
         go(proc.body, False)
+
+
+#: programs that passed :func:`check_program` (a failing one raises and is not kept)
+_CHECKED: IdentityCache[Program, None] = IdentityCache(check_program, limit=64)

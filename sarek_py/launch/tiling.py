@@ -1,4 +1,4 @@
-"""Launching a loop nest in tiles, or flat (specs/tiling.md, TIL-1 … TIL-9).
+"""Launching a loop nest in tiles, in rows, or flat (specs/tiling.md, TIL-1 … TIL-11).
 
 A :class:`Nest` is the body of a parallel loop nest of two or more dimensions (outermost
 loop first) over kernel parameters. :func:`tile_nest` makes one kernel that can number
@@ -15,11 +15,19 @@ The host chooses (:func:`choose_launch`): flat when whole tiles would pad the ne
 than a quarter, tiled otherwise, and tells the kernel through a hidden ``bool`` parameter.
 All thread arithmetic is 64-bit; a padded thread returns after comparing its zero-based
 coordinates with the extents and before adding any lower bound.
+
+:func:`row_nest` makes the kernel of the **rows** numbering (TIL-10, TIL-11): block ``b``
+covers ``block`` consecutive iterations of the contiguous dimension at one place of the
+others, so a thread's place along that dimension is its thread index plus a number the
+whole block shares, and every other coordinate is the block's. It has no flat branch: the
+host launches the nest's flat kernel instead when whole rows would pad too much (a uniform
+branch on a flag was measured to stop PoCL's work-group vectorizer, TIL-11).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 import attrs
@@ -54,6 +62,9 @@ from sarek_py.launch.host_eval import host_eval
 TILE = 32
 #: whole tiles may pad the nest by at most this fraction before the host numbers flat
 MAX_PADDING = 0.25
+#: whole rows may pad the nest by at most this fraction (TIL-11): as many padded threads
+#: as iterations
+MAX_ROW_PADDING = Fraction(1)
 
 
 class TilingRefused(SarekError):
@@ -280,3 +291,83 @@ def tiled_args(tk: TiledKernel, args: Mapping[str, Any], block: int = 256,
     full = dict(args)
     full[tk.flat_param] = not choice.tiled
     return full, choice
+
+
+@attrs.frozen
+class RowKernel:
+    """The rows kernel of a nest (TIL-10) and which loop is its contiguous dimension."""
+
+    kernel: Kernel
+    nest: Nest
+    contiguous: int
+
+
+def _positive(e: Expr) -> Expr:
+    """``max(e, 1)``: ``e`` itself wherever a thread runs (every extent of a launched nest
+    is at least 1), and a divisor the emitter can see is never zero (CG-21)."""
+    return Intrinsic("max", (e, _c64(1)))
+
+
+def row_nest(nest: Nest) -> RowKernel:
+    """The kernel that runs ``nest`` in rows of ``block`` iterations of its contiguous
+    dimension (TIL-10): block ``b`` is row-block ``b % rows_c`` of the place ``b / rows_c``
+    of the other dimensions (the next dimension fastest, then the others from the innermost
+    outwards); thread ``t`` of the block is at ``(b % rows_c) * block + t`` along the
+    contiguous dimension. Threads past an extent, and blocks past the last place, return
+    before any lower bound is added (TIL-6)."""
+    contiguous, nxt = tile_dims(nest)
+    loops = nest.loops
+    k = len(loops)
+    order = [nxt] + [d for d in reversed(range(k)) if d not in (contiguous, nxt)]
+    ext = [var(f"n_{lp.var.name}", Scalar.I64) for lp in loops]
+    z = [var(f"z_{lp.var.name}", Scalar.I64) for lp in loops]
+    width = _i64(Intrinsic("block_dim_x"))
+    rows_c = var("rows_c", Scalar.I64)
+    place = [var(f"place_{d}", Scalar.I64) for d in range(k)]
+    # a thread outside the nest: past an extent, or its block past the last place
+    outside: Expr = _bin(BinaryOp.GT, Ref(place[order[-1]]), _c64(0))
+    for d in range(k):
+        outside = _bin(BinaryOp.OR, outside, _bin(BinaryOp.GE, Ref(z[d]), Ref(ext[d])))
+    body: Stmt = nest.body
+    for d in reversed(range(k)):
+        lv = loops[d].var
+        zc: Expr = Ref(z[d]) if lv.scalar is Scalar.I64 else Cast(lv.scalar, Ref(z[d]))
+        body = Let(lv, _bin(BinaryOp.ADD, loops[d].lower, zc), body)
+    main: Stmt = seq(If(outside, Return()), body)
+    # the other coordinates from the block's place, the next dimension fastest; each
+    # place_d is what is left of the block index above dimension d
+    for pos in reversed(range(len(order))):
+        d = order[pos]
+        above = Ref(place[order[pos - 1]]) if pos > 0 else _bin(
+            BinaryOp.DIV, _i64(Intrinsic("block_idx_x")), _positive(Ref(rows_c)))
+        main = Let(z[d], _bin(BinaryOp.MOD, above, _positive(Ref(ext[d]))),
+                   Let(place[d], _bin(BinaryOp.DIV, above, _positive(Ref(ext[d]))), main))
+    main = Let(z[contiguous], _bin(BinaryOp.ADD, _bin(BinaryOp.MUL, _bin(
+        BinaryOp.MOD, _i64(Intrinsic("block_idx_x")), _positive(Ref(rows_c))), width),
+        _i64(Intrinsic("thread_idx_x"))), main)
+    main = Let(rows_c, _bin(BinaryOp.DIV, _bin(BinaryOp.SUB, _bin(
+        BinaryOp.ADD, Ref(ext[contiguous]), width), _c64(1)), width), main)
+    for d in reversed(range(k)):
+        n = _bin(BinaryOp.ADD, _bin(BinaryOp.SUB, _i64(loops[d].upper), _i64(loops[d].lower)),
+                 _c64(1))
+        main = Let(ext[d], n, main)
+    kernel = Kernel(nest.name, nest.params, nest.locals, main)
+    return RowKernel(kernel, nest, contiguous)
+
+
+def row_count(rk: RowKernel, extents: tuple[int, ...], block: int = 256) -> int:
+    """The thread count of a rows launch: whole rows of ``block`` (TIL-10)."""
+    count = 1
+    for d, n in enumerate(extents):
+        n = max(n, 0)
+        count *= -(-n // block) * block if d == rk.contiguous else n
+    return count
+
+
+def rows_pad_too_much(rk: RowKernel, extents: tuple[int, ...], block: int = 256) -> bool:
+    """TIL-11: whether the host should launch the flat kernel instead: nothing runs, or
+    whole rows would pad the nest by more than ``MAX_ROW_PADDING``."""
+    total = 1
+    for n in extents:
+        total *= max(n, 0)
+    return total == 0 or row_count(rk, extents, block) - total > total * MAX_ROW_PADDING

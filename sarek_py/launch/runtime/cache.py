@@ -27,33 +27,35 @@ from sarek_py.ir.nodes import Barrier, Kernel
 from sarek_py.ir.visit import iter_nodes
 
 T = TypeVar("T")
+K = TypeVar("K")
 
 #: how many kernels each cache keeps
 DEFAULT_LIMIT = 512
 
 
-class KernelCache(Generic[T]):
-    """Values computed once per kernel object (looked up by identity)."""
+class IdentityCache(Generic[K, T]):
+    """Values computed once per object, looked up by identity (the entry holds the object,
+    so its ``id`` is not reused while the entry lives)."""
 
-    def __init__(self, make: Callable[[Kernel], T], limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(self, make: Callable[[K], T], limit: int = DEFAULT_LIMIT) -> None:
         self._make = make
         self._limit = limit
-        self._entries: OrderedDict[int, tuple[Kernel, T]] = OrderedDict()
+        self._entries: OrderedDict[int, tuple[K, T]] = OrderedDict()
         #: lookups answered from the cache, and values computed
         self.hits = 0
         self.misses = 0
 
-    def get(self, kernel: Kernel) -> T:
-        """The value for ``kernel``, computed at its first lookup."""
-        key = id(kernel)
+    def get(self, key_object: K) -> T:
+        """The value for ``key_object``, computed at its first lookup."""
+        key = id(key_object)
         hit = self._entries.get(key)
-        if hit is not None and hit[0] is kernel:
+        if hit is not None and hit[0] is key_object:
             self.hits += 1
             self._entries.move_to_end(key)
             return hit[1]
-        value = self._make(kernel)
+        value = self._make(key_object)
         self.misses += 1
-        self._entries[key] = (kernel, value)
+        self._entries[key] = (key_object, value)
         self._entries.move_to_end(key)
         while len(self._entries) > self._limit:
             self._entries.popitem(last=False)
@@ -64,6 +66,10 @@ class KernelCache(Generic[T]):
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+class KernelCache(IdentityCache[Kernel, T]):
+    """Values computed once per kernel object (looked up by identity)."""
 
 
 @attrs.frozen
