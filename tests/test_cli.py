@@ -650,8 +650,11 @@ def test_cli10_standard_input_holds_a_program_or_kernels(
     code, out, _ = run_cli(capsys, "check", "-")
     assert code == 0 and out.startswith("-: ok (program demo: 1 kernel(s): twice;")
     stdin(PROGRAM)
-    code, _, err = run_cli(capsys, "opt", "-", "-p", "fuse")
-    assert code == 2 and "not from standard input" in err.splitlines()[-1]
+    code, out, err = run_cli(capsys, "opt", "-", "-p", "fuse", "--notes")
+    assert code == 0 and "program demo" in out and "kernel twice(" in out
+    stdin("program bad\nbegin\n  x := \nend\n")
+    code, _, err = run_cli(capsys, "opt", "-")
+    assert code == 1 and err.startswith("<stdin>:3:")
     stdin(SAXPY)
     code, out, err = run_cli(capsys, "opt", "-", "-p", "inline")
     assert (code, err) == (0, "") and "kernel saxpy(" in out

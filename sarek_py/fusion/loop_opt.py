@@ -103,12 +103,14 @@ def run_passes(program: Program, passes: Sequence[str], transforms: frozenset[st
 
 def opt_program_file(path: str, passes: Sequence[str], transforms_value: str,
                      dump_dir: str | None, threshold: float = 64.0,
-                     numbering: str = "rows") -> OptResult:
-    """``sarek-py opt`` on a host-program file: parse, run, write the dumps."""
-    from sarek_py.launch.program_text import parse_program_file
+                     numbering: str = "rows", text: str | None = None) -> OptResult:
+    """``sarek-py opt`` on a host-program file (or on ``text``, standard input's, read
+    under the name ``<stdin>``): parse, run, write the dumps."""
+    from sarek_py.launch.program_text import parse_program, parse_program_file
 
     transforms = parse_transforms(transforms_value)
-    program = parse_program_file(path)
+    program = (parse_program_file(path) if text is None
+               else parse_program(text, "<stdin>"))
     names = list(passes) if passes else [p for p in LOOP_TRANSFORMS]
     result = run_passes(program, names, transforms, threshold, numbering)
     if dump_dir is not None:

@@ -61,8 +61,6 @@ def pipeline_names(items: list[str]) -> list[str]:
                 "(fuse, swap, offload) on a host program, and print the result", _configure)
 def _opt(args: argparse.Namespace) -> int:
     if not args.file.endswith(".py") and is_program_text(read_source(args.file)):
-        if args.file == "-":
-            raise UsageError("opt reads a host program from a file, not from standard input")
         return _opt_program(args)
     names = pipeline_names(args.passes)
     m = load_checked(args.file)
@@ -85,7 +83,8 @@ def _opt_program(args: argparse.Namespace) -> int:
     names = [n.strip() for it in args.passes for n in it.split(",") if n.strip()]
     try:
         res = opt_program_file(args.file, names, args.gpu_loop_transforms, args.dump_dir,
-                               args.fusion_threshold, args.numbering)
+                               args.fusion_threshold, args.numbering,
+                               text=read_source(args.file) if args.file == "-" else None)
     except LoopOptionError as exc:
         raise UsageError(exc.message) from None
     sys.stdout.write(print_program(res.program))
