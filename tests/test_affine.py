@@ -321,9 +321,30 @@ def test_aff14_exactly_once() -> None:
     mm = frozenset({n, m})
     assert covers_exactly_once([StoreSite((t,), guard)], TID, Fm, Fn, assume, mm)
     assert not covers_exactly_once([StoreSite((t,), guard)], TID, Fm, Fn, Dnf.true(), mm)
-    # two halves: out[2*tid] and out[2*tid+1] are not unit: coverage not proved
+    # two halves: out[2*tid] and out[2*tid+1] cover [0, 2n) (even and odd residues)
     halves = [StoreSite((t.scale(2),), Dnf.true()), StoreSite((t.scale(2) + 1,), Dnf.true())]
-    assert not covers_exactly_once(halves, TID, Fn, Fn.scale(2), uniform_vars=nn)
+    assert covers_exactly_once(halves, TID, Fn, Fn.scale(2), uniform_vars=nn)
+    # ... but not [0, 2n + 1), and 2*tid with 2*tid + 2 misses the odd elements
+    assert not covers_exactly_once(halves, TID, Fn, Fn.scale(2) + 1, uniform_vars=nn)
+    evens = [StoreSite((t.scale(2),), Dnf.true()), StoreSite((t.scale(2) + 2,), Dnf.true())]
+    res = covers_exactly_once(evens, TID, Fn, Fn.scale(2), uniform_vars=nn)
+    assert not res and "stored" in res.reason
+    # thirds, one of them reversed (coefficient -3): 3*tid, 3*tid + 1, 3*(n - 1 - tid) + 2
+    thirds = [StoreSite((t.scale(3),), Dnf.true()), StoreSite((t.scale(3) + 1,), Dnf.true()),
+              StoreSite(((Fn - 1 - t).scale(3) + 2,), Dnf.true())]
+    assert covers_exactly_once(thirds, TID, Fn, Fn.scale(3), uniform_vars=nn)
+    # a residue that depends on a host symbol (2*tid + n): not provable either way
+    odd = [StoreSite((t.scale(2) + Fn,), Dnf.true()),
+           StoreSite((t.scale(2) + Fn + 1,), Dnf.true())]
+    assert not covers_exactly_once(odd, TID, Fn, Fn.scale(2), uniform_vars=nn)
+    # an element stored from two residues' sites: 2*tid and tid (coefficient 1) overlap
+    mixed = [StoreSite((t.scale(2),), Dnf.true()), StoreSite((t,), Dnf.true())]
+    res = covers_exactly_once(mixed, TID, Fn, Fn, uniform_vars=nn)
+    assert not res
+    # more residues than MAX_RESIDUES (lcm 9 * 2 = 18): refused with the reason
+    many = [StoreSite((t.scale(9),), Dnf.true()), StoreSite((t.scale(2),), Dnf.true())]
+    res = covers_exactly_once(many, TID, Fn, Fn, uniform_vars=nn)
+    assert not res and "residues" in res.reason
     # out[tid] and out[n - 1 - tid]... overlap: stored twice
     rev = [StoreSite((t,), Dnf.true()), StoreSite((Fn - 1 - t,), Dnf.true())]
     res = covers_exactly_once(rev, TID, Fn, Fn, uniform_vars=nn)

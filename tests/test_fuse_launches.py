@@ -364,3 +364,63 @@ kernel p(x : f32[], y : f32[], n : i32) =
     with pytest.raises(FusionRefused) as ei:
         index_slice(KernelLaunch(shift, n, 8, {"x": "X", "y": "Y", "n": n}), "y", n)
     assert ei.value.rule == "LEG-2"
+
+
+def test_leg12_symbolic_counts_with_strided_stores() -> None:
+    """LEG-12 with AFF-14's residues: a producer storing y[2i] and y[2i + 1] (in i64) over
+    n threads covers [0, 2n) exactly once for every n; y[2i] and y[2i + 2] does not. The
+    proved pair, fused with symbolic counts and instantiated, gives the unfused buffers."""
+    from sarek_py.fusion.legality import index_slice
+    from sarek_py.fusion.refusal import FusionRefused
+    from sarek_py.ir.nodes import Binary, BinaryOp, Const, Ref, var
+    from sarek_py.ir.types import Scalar
+
+    mod = parse_module("""
+kernel split(x : f32[], y : f32[], n : i32) =
+  let i = global_thread_id in
+  if i < n then (y[2L * i64(i)] <- x[i]; y[2L * i64(i) + 1L] <- -x[i])
+
+kernel wraps(x : f32[], y : f32[], n : i32) =
+  let i = global_thread_id in
+  if i < n then (y[2 * i] <- x[i]; y[2 * i + 1] <- -x[i])
+
+kernel gap(x : f32[], y : f32[], n : i32) =
+  let i = global_thread_id in
+  if i < n then (y[2L * i64(i)] <- x[i]; y[2L * i64(i) + 2L] <- -x[i])
+
+kernel double(y : f32[], z : f32[]) =
+  let i = global_thread_id in z[i] <- y[i] * 2.0f
+""", "split.sk")
+    n = Ref(var("n", Scalar.I32, mutable=True))
+    two_n = Binary(BinaryOp.MUL, Const(2, Scalar.I32), n)
+    split = KernelLaunch(mod.kernel("split"), n, 8, {"x": "X", "y": "Y", "n": n})
+    index_slice(split, "y", two_n)
+    gap = KernelLaunch(mod.kernel("gap"), n, 8, {"x": "X", "y": "Y", "n": n})
+    with pytest.raises(FusionRefused) as ei:
+        index_slice(gap, "y", two_n)
+    assert ei.value.rule == "LEG-12"
+    # in i32, 2 * i may wrap for a large n: LEG-6 before any coverage question
+    wraps = KernelLaunch(mod.kernel("wraps"), n, 8, {"x": "X", "y": "Y", "n": n})
+    with pytest.raises(FusionRefused) as ei:
+        index_slice(wraps, "y", two_n)
+    assert ei.value.rule == "LEG-6"
+    consumer = KernelLaunch(mod.kernel("double"), two_n, 8, {"y": "Y", "z": "Z"})
+    new, report = fuse_launches([split, consumer])
+    assert [d.fused for d in report] == [True]
+    from sarek_py.fusion.sequence import is_symbolic
+    from sarek_py.launch.host_eval import host_eval
+
+    def concrete(lc: KernelLaunch, k: int) -> KernelLaunch:
+        def val(v: object) -> object:
+            return int(host_eval(v, {"n": k})) if is_symbolic(v) else v  # type: ignore[arg-type]
+
+        return KernelLaunch(lc.kernel, val(lc.threads), lc.block,  # type: ignore[arg-type]
+                            {a: val(v) for a, v in lc.args.items()})  # type: ignore[misc]
+
+    for k in (1, 6, 33):
+        rng = np.random.default_rng(k)
+        bufs = {"X": rng.standard_normal(2 * k + 2).astype(np.float32),
+                "Y": np.full(2 * k + 2, np.nan, np.float32),
+                "Z": np.full(2 * k + 2, np.nan, np.float32)}
+        assert_same([concrete(split, k), concrete(consumer, k)], [concrete(new[0], k)],
+                    bufs, interp, f"n={k}")

@@ -476,6 +476,21 @@ def test_lch17_kernel_cache_is_by_identity_and_bounded() -> None:
     assert made == ["ka", "kb", "ka", "ka", "kc"] and len(cache) == 2
 
 
+def test_lch17_source_caches_are_bounded() -> None:
+    """The source-keyed caches (built programs, kernel objects) keep the most recently
+    used entries only."""
+    from sarek_py.launch.runtime.cache import LruCache
+    from sarek_py.launch.runtime.opencl import _PROGRAMS
+
+    cache: LruCache[str, int] = LruCache(limit=2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1          # a is now the most recent
+    cache.put("c", 3)
+    assert (cache.get("a"), cache.get("b"), cache.get("c"), len(cache)) == (1, None, 3, 2)
+    assert isinstance(_PROGRAMS, LruCache)
+
+
 def test_lch17_kernel_facts_are_the_kernels() -> None:
     from sarek_py.launch.runtime.cache import kernel_facts
 

@@ -36,6 +36,7 @@ uniform_vars=<scalar parameters>)``; the result is truthy when every element of
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import attrs
@@ -60,6 +61,7 @@ from sarek_py.fusion.affine_forms import (
     atom_key,
     atom_text,
     atoms_of,
+    exact_div,
     to_affine,
 )
 from sarek_py.fusion.affine_paths import StoreSite, store_sites
@@ -184,6 +186,11 @@ class Coverage:
         return self.proved
 
 
+#: most residues the coverage proof splits the elements into (the lcm of the stores'
+#: thread-id coefficients, AFF-14)
+MAX_RESIDUES = 8
+
+
 def covers_exactly_once(
     sites: Sequence[StoreSite],
     tid: Atom,
@@ -210,26 +217,41 @@ def covers_exactly_once(
     if not _uniform_except(forms, [assume, *(s.guard for s in sites)], tid, uniform_vars):
         return Coverage(False, "an index or guard depends on a per-thread value other than "
                         f"{atom_text(tid)}")
-    # coverage: 0 <= x < count  =>  some unit-coefficient site stores x
-    x = Ref(var("$x", Scalar.I64))
-    xf = AffineForm.of_atom(x)
-    images = Dnf.false()
+    # coverage: 0 <= x < count  =>  some site stores x. With L the lcm of the sites'
+    # thread-id coefficients (at most MAX_RESIDUES), x = L*y + r for each residue r: a
+    # site c*tid + k stores x exactly when tid = y*(L/c) + (r - k)/c, an integer form when
+    # c divides every coefficient of r - k; such a site's guard at that tid is its image
+    L = 1
     for s in sites:
-        f = s.index[0]
-        c = f.coeff(tid)
-        if c not in (1, -1):
-            continue
-        k = f - tf.scale(c)
-        t_of_x = (xf - k).scale(c)
-        dom = s.guard.and_(in_threads)
-        img = None if dom is None else dom.substitute({tid: t_of_x})
-        images_or = None if img is None else images.or_(img)
-        if images_or is None:
-            return Coverage(False, "too many alternatives in the stores' guards")
-        images = images_or
-    target = Dnf.of(ge0(xf), ge0(count - xf - 1)).and_(assume)
-    if target is None or not implies(target, images):
-        return Coverage(False, "not every element of [0, count) is proved to be stored")
+        c = s.index[0].coeff(tid)
+        if c != 0 and c.denominator == 1:
+            L = math.lcm(L, abs(int(c)))
+    if L > MAX_RESIDUES:
+        return Coverage(False, f"the stores' thread-id coefficients need {L} residues "
+                        f"(at most {MAX_RESIDUES} are tried)")
+    y = Ref(var("$y", Scalar.I64))
+    yf = AffineForm.of_atom(y)
+    for r in range(L):
+        xf = yf.scale(L) + r
+        images = Dnf.false()
+        for s in sites:
+            f = s.index[0]
+            c = f.coeff(tid)
+            if c == 0 or c.denominator != 1:
+                continue
+            rest = exact_div(AffineForm.constant(r) - (f - tf.scale(c)), int(c))
+            if rest is None:
+                continue  # this site's elements are not (provably) all of residue r
+            t_of_x = yf.scale(L // int(c)) + rest
+            dom = s.guard.and_(in_threads)
+            img = None if dom is None else dom.substitute({tid: t_of_x})
+            images_or = None if img is None else images.or_(img)
+            if images_or is None:
+                return Coverage(False, "too many alternatives in the stores' guards")
+            images = images_or
+        target = Dnf.of(ge0(xf), ge0(count - xf - 1)).and_(assume)
+        if target is None or not implies(target, images):
+            return Coverage(False, "not every element of [0, count) is proved to be stored")
     # at most once: per site (injective on [0, count)) and pairwise disjoint
     for i, s in enumerate(sites):
         f = s.index[0]

@@ -278,7 +278,7 @@ def _c_div(x: int, y: int) -> tuple[int, int]:
     return q, x - q * y
 
 
-def _exact_div(f: AffineForm, k: int) -> AffineForm | None:
+def exact_div(f: AffineForm, k: int) -> AffineForm | None:
     if not f.is_integral:
         return None
     if f.const % k != 0 or any(c % k != 0 for _, c in f.terms):
@@ -372,7 +372,7 @@ def _binary(op: BinaryOp, lhs: Expr, rhs: Expr, ctx: AffineCtx, d: int) -> Affin
         x = _const_int(fl)
         if x is not None:  # both constant: C's truncating division
             return AffineForm.constant(_c_div(x, k)[0 if op is BinaryOp.DIV else 1])
-        return _exact_div(fl, k) if op is BinaryOp.DIV else None
+        return exact_div(fl, k) if op is BinaryOp.DIV else None
     return None
 
 

@@ -85,6 +85,7 @@ from sarek_py.launch.program import (
     HStop,
     ParFor,
     PointerAssoc,
+    Procedure,
     Program,
     expr_vars,
     host_children,
@@ -219,8 +220,8 @@ def aliased_vars(program: Program) -> frozenset[Var]:
     return frozenset(out)
 
 
-def _decl(program: Program, v: Var) -> Decl | None:
-    for d in program.decls:
+def _decl(ctx: _Ctx, v: Var) -> Decl | None:
+    for d in ctx.decls:
         if d.var == v:
             return d
     return None
@@ -281,6 +282,13 @@ class _Ctx:
     program: Program
     helpers: Mapping[str, HelperFunc]
     aliased: frozenset[Var]
+    #: the declarations in scope: a procedure's own, then the program's
+    decls: tuple[Decl, ...] = ()
+    #: in a procedure (LF-17): its array dummies and the program's arrays, any two of
+    #: which may be one array; empty in the program body
+    shared: frozenset[Var] = frozenset()
+    #: the procedure whose body holds the pair, if any
+    procedure: Procedure | None = None
 
 
 def _check_producer(ctx: _Ctx, p: ParFor, c: ParFor, inter: tuple[Intermediate, ...],
@@ -304,7 +312,7 @@ def _check_producer(ctx: _Ctx, p: ParFor, c: ParFor, inter: tuple[Intermediate, 
                               f"'{other[0]}': both may name the same memory (pointer or "
                               "target), which renaming by name cannot follow", p)
     for v in (*mine, *renamed):
-        d = _decl(ctx.program, v)
+        d = _decl(ctx, v)
         if d is not None and d.attrs & {Attr.POINTER, Attr.TARGET}:
             raise _refuse("LF-4", f"'{v.name}' is a pointer or a target", p)
         bodies = [ctx.program.body, *(q.body for q in ctx.program.procedures)]
@@ -538,7 +546,7 @@ def _check_renamed(ctx: _Ctx, c: ParFor, body: Stmt, renamed: frozenset[Var]) ->
     reads it only there and only before writing it; the array is allocatable."""
     own = tuple(Ref(v) for v in c.vars)
     for a in sorted(renamed, key=lambda v: v.name):
-        d = _decl(ctx.program, a)
+        d = _decl(ctx, a)
         if d is None or not d.allocatable:
             raise _refuse("LF-9", f"renamed array '{a.name}' is not allocatable", c)
         stores = [s for s in iter_stmts(body) if isinstance(s, Store) and s.array == a]
@@ -736,11 +744,41 @@ def _cost(ctx: _Ctx, body: Stmt, inter: tuple[Intermediate, ...],
 # --------------------------------------------------------------------------- analysis
 
 
+def _scope(program: Program, procedure: Procedure | None) -> _Ctx:
+    """What the analysis knows of the scope of a pair: the program body, or a procedure's
+    body (LF-17)."""
+    base = _Ctx(program, _helpers(program), aliased_vars(program), tuple(program.decls))
+    if procedure is None:
+        return base
+    shared = frozenset({q.var for q in procedure.params if q.var.is_array}
+                       | {d.var for d in program.decls if d.var.is_array})
+    return attrs.evolve(base, decls=(*procedure.decls, *program.decls), shared=shared,
+                        procedure=procedure)
+
+
+def _check_shared(ctx: _Ctx, p: ParFor, c: ParFor) -> None:
+    """LF-17: in a procedure, the arrays the pair names that a caller may pass as one
+    (array dummies, the program's arrays) number at most one when the pair writes any
+    of them."""
+    if ctx.procedure is None:
+        return
+    named = {v for v in free_vars(p.body) | free_vars(c.body) if v.is_array} & ctx.shared
+    written = (kernel_stores(p.body) | kernel_stores(c.body)) & named
+    if len(named) >= 2 and written:
+        names = sorted(v.name for v in named)
+        raise _refuse("LF-17", f"in procedure '{ctx.procedure.name}', the pair writes "
+                      f"'{sorted(v.name for v in written)[0]}' and names "
+                      f"{', '.join(repr(n) for n in names)}, dummies or program arrays a "
+                      "caller may pass as one array", p)
+
+
 def analyse_pair(program: Program, ancestors: Sequence[HostStmt], p: ParFor, c: ParFor,
-                 options: FusionOptions = FusionOptions()) -> Plan:
+                 options: FusionOptions = FusionOptions(),
+                 procedure: Procedure | None = None) -> Plan:
     """Prove the fusion of producer ``p`` and consumer ``c`` (adjacent, in that order, in
-    the block ``ancestors[-1]``) or raise :class:`FusionRefused` (LF-1..LF-13)."""
-    ctx = _Ctx(program, _helpers(program), aliased_vars(program))
+    the block ``ancestors[-1]`` of the program body, or of ``procedure``'s body) or raise
+    :class:`FusionRefused` (LF-1..LF-13, LF-17)."""
+    ctx = _scope(program, procedure)
     inter = producer_stores(p)
     mine = frozenset(i.array for i in inter)
     for loop, rule, who in ((p, "LF-3", "producer"), (c, "LF-6", "consumer")):
@@ -749,6 +787,7 @@ def analyse_pair(program: Program, ancestors: Sequence[HostStmt], p: ParFor, c: 
             raise _refuse(rule, f"the {who}'s bounds read intermediate "
                           f"'{sorted(v.name for v in used)[0]}', which the fused loop does "
                           "not write", loop)
+    _check_shared(ctx, p, c)
     c_stores = kernel_stores(c.body)
     renamed = _check_producer(ctx, p, c, inter, c_stores)
     body = _consumer_body(ctx, c, mine)
@@ -774,6 +813,7 @@ class _Rewriter:
     options: FusionOptions
     reports: list[PairReport] = attrs.field(factory=list)
     plans: dict[int, list[tuple[int, Plan]]] = attrs.field(factory=dict)
+    procedure: Procedure | None = None
 
     def find(self, s: HostStmt, ancestors: list[HostStmt]) -> None:
         if isinstance(s, Block):
@@ -782,7 +822,8 @@ class _Rewriter:
                 p, c = s.stmts[k], s.stmts[k + 1]
                 if isinstance(p, ParFor) and isinstance(c, ParFor):
                     try:
-                        plan = analyse_pair(self.program, [*ancestors, s], p, c, self.options)
+                        plan = analyse_pair(self.program, [*ancestors, s], p, c, self.options,
+                                            self.procedure)
                     except FusionRefused as exc:
                         self.reports.append(PairReport(p, c, refusal=exc))
                     else:
@@ -797,11 +838,14 @@ class _Rewriter:
 
 def fuse_program(program: Program, options: FusionOptions = FusionOptions()
                  ) -> tuple[Program, list[PairReport]]:
-    """Fuse every adjacent pair of parallel loops the rules allow (LF-1..LF-15); give the
-    new program and a report per pair. ``options.swap`` ping-pongs renamed arrays
-    (specs/ping-pong.md)."""
+    """Fuse every adjacent pair of parallel loops the rules allow (LF-1..LF-15), in the
+    program body and in each procedure's body (LF-17); give the new program and a report
+    per pair. ``options.swap`` ping-pongs renamed arrays (specs/ping-pong.md)."""
     rw = _Rewriter(program, options)
     rw.find(program.body, [])
+    for proc in program.procedures:
+        rw.procedure = proc
+        rw.find(proc.body, [])
     if not rw.plans:
         return program, rw.reports
     from sarek_py.fusion.loop_rewrite import ProgramBuilder

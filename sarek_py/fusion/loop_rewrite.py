@@ -51,6 +51,7 @@ from sarek_py.launch.program import (
     ParFor,
     Program,
     block,
+    iter_host,
 )
 
 # ---------------------------------------------------------------------- construction
@@ -224,13 +225,27 @@ class ProgramBuilder:
         self.taken |= {d.var.name for d in self.program.decls}
         for p in self.program.procedures:
             self.taken |= {q.var.name for q in p.params} | {d.var.name for d in p.decls}
-        # plans are built in program order so that fresh names are deterministic
-        for lst in self.plans.values():
-            for _, plan in lst:
+        body = self.scope(self.program.body)
+        top = self.decls
+        procs = []
+        for p in self.program.procedures:
+            self.decls = []  # what the rewrite declares goes in the procedure (LF-17)
+            new_body = self.scope(p.body)
+            procs.append(p if new_body is p.body and not self.decls else
+                         attrs.evolve(p, body=new_body, decls=(*p.decls, *self.decls)))
+        return attrs.evolve(self.program, body=body, decls=(*self.program.decls, *top),
+                            procedures=tuple(procs))
+
+    def scope(self, body: HostStmt) -> HostStmt:
+        """``body`` (the program's or a procedure's) rewritten; new variables of its plans
+        go in ``self.decls``, named in program order so that names are deterministic."""
+        blocks = [s for s in iter_host(body) if id(s) in self.plans]
+        if not blocks:
+            return body
+        for b in blocks:
+            for _, plan in self.plans[id(b)]:
                 for loop in reversed(plan.chain):
                     self.last_of(loop)
-        body = block(*self.wrapped(self.program.body))
-        return attrs.evolve(self.program, body=body,
-                            decls=(*self.program.decls, *self.decls))
+        return block(*self.wrapped(body))
 
 

@@ -66,7 +66,7 @@ class Var:
         return isinstance(other, Var) and other.id == self.id
 
     def __hash__(self) -> int:
-        return hash(("Var", self.id))
+        return hash(self.id)
 
     @property
     def is_array(self) -> bool:

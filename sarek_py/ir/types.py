@@ -7,6 +7,11 @@ import enum
 import attrs
 import numpy as np
 
+#: the numpy dtype of each storable scalar type, by the type's name (Scalar.dtype)
+_DTYPES: dict[str, np.dtype[np.generic]] = {
+    "i32": np.dtype(np.int32), "i64": np.dtype(np.int64), "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64), "bool": np.dtype(np.bool_)}
+
 
 class Scalar(enum.Enum):
     """An element type. ``UNIT`` is the type of statements and of functions without a value."""
@@ -37,12 +42,10 @@ class Scalar(enum.Enum):
     @property
     def dtype(self) -> np.dtype[np.generic]:
         """The numpy dtype the interpreter and the runtimes use for this type."""
-        if self is Scalar.UNIT:
+        d = _DTYPES.get(self.value)
+        if d is None:
             raise ValueError("unit has no storage")
-        return np.dtype(
-            {"i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64,
-             "bool": np.bool_}[self.value]
-        )
+        return d
 
     def __str__(self) -> str:
         return self.value

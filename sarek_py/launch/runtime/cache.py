@@ -68,6 +68,33 @@ class IdentityCache(Generic[K, T]):
         self._entries.clear()
 
 
+class LruCache(Generic[K, T]):
+    """A dict of at most ``limit`` entries by hashable key; the least recently used goes
+    first (the source-keyed caches of built programs, LCH-17)."""
+
+    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
+        self._limit = limit
+        self._entries: OrderedDict[K, T] = OrderedDict()
+
+    def get(self, key: K) -> T | None:
+        value = self._entries.get(key)
+        if value is not None:
+            self._entries.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: T) -> None:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._limit:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
 class KernelCache(IdentityCache[Kernel, T]):
     """Values computed once per kernel object (looked up by identity)."""
 

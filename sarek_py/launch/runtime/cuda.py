@@ -22,7 +22,7 @@ from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.ir.nodes import Kernel
 from sarek_py.launch.runtime.args import ArgPlan, arg_plan
 from sarek_py.launch.runtime.base import Backend, DeviceArray, LaunchError
-from sarek_py.launch.runtime.cache import KernelCache
+from sarek_py.launch.runtime.cache import KernelCache, LruCache
 
 
 def _import_driver() -> Any:
@@ -61,7 +61,7 @@ class CudaBackend(Backend):
         self.context.push()
         major, minor = self.device.compute_capability()
         self.arch = f"sm_{major}{minor}"
-        self._functions: dict[str, tuple[Emitted, Any, Any]] = {}
+        self._functions: LruCache[str, tuple[Emitted, Any, Any]] = LruCache()
         self._compiled: KernelCache[tuple[Emitted, Any, ArgPlan]] = KernelCache(self._compile)
         self.max_block = int(self.device.get_attribute(
             self.drv.device_attribute.MAX_THREADS_PER_BLOCK))
@@ -84,7 +84,7 @@ class CudaBackend(Backend):
             module = self.drv.module_from_buffer(compile_ptx(em.source, self.arch).encode())
             self.stats.builds += 1
             hit = (em, module, module.get_function(em.abi.name))
-            self._functions[em.source] = hit
+            self._functions.put(em.source, hit)
         return em, hit[2], arg_plan(em.abi, kernel, np.uint8)
 
     def _alloc(self, nbytes: int) -> Any:

@@ -24,10 +24,10 @@ from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.ir.nodes import Kernel
 from sarek_py.launch.runtime.args import ArgPlan, arg_plan
 from sarek_py.launch.runtime.base import Backend, DeviceArray, LaunchError
-from sarek_py.launch.runtime.cache import KernelCache
+from sarek_py.launch.runtime.cache import KernelCache, LruCache
 
 #: built programs by (context id, source): shared by every backend object of the process
-_PROGRAMS: dict[tuple[int, str], Any] = {}
+_PROGRAMS: LruCache[tuple[int, str], Any] = LruCache()
 
 
 def _import_cl() -> Any:
@@ -80,7 +80,7 @@ class OpenCLBackend(Backend):
         self.device = _pick_device(self.cl)
         self.context = self.cl.Context([self.device])
         self.queue = self.cl.CommandQueue(self.context)
-        self._kernels: dict[tuple[str, str], Any] = {}
+        self._kernels: LruCache[tuple[str, str], Any] = LruCache()
         self._compiled: KernelCache[tuple[Emitted, Any, ArgPlan]] = KernelCache(self._compile)
         self.max_block = int(self.device.max_work_group_size)
 
@@ -94,7 +94,7 @@ class OpenCLBackend(Backend):
         prg = _PROGRAMS.get(key)
         if prg is None:
             prg = self.cl.Program(self.context, source).build(options=list(BUILD_OPTIONS))
-            _PROGRAMS[key] = prg
+            _PROGRAMS.put(key, prg)
             self.stats.builds += 1
         return prg
 
@@ -114,7 +114,7 @@ class OpenCLBackend(Backend):
             k = getattr(self.program(em.source), em.abi.name)
             # the same source has the same ABI, hence the same types: set once per object
             k.set_scalar_arg_dtypes(list(plan.dtypes))
-            self._kernels[key] = k
+            self._kernels.put(key, k)
         return em, k, plan
 
     def _alloc(self, nbytes: int) -> Any:
