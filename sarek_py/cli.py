@@ -217,11 +217,13 @@ def _print(args: argparse.Namespace) -> int:
     m = load_any(args.file)
     if not isinstance(m, Module):
         if args.sexp:
-            raise UsageError(f"--sexp prints kernel modules; {args.file} holds the host "
-                             f"program '{m.name}'")
-        from sarek_py.launch.program_text import print_program
+            from sarek_py.launch.program_sexp import program_to_sexp
 
-        text = print_program(m)
+            text = program_to_sexp(m)
+        else:
+            from sarek_py.launch.program_text import print_program
+
+            text = print_program(m)
     elif args.sexp:
         from sarek_py.ir.sexp import to_sexp
 

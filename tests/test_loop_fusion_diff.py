@@ -1,6 +1,7 @@
-"""The differential test of loop fusion and ping-pong (LF-14, LF-8, PP-6): every accepted
-fusion leaves bitwise the same final arrays as the unfused program on the host
-interpreter, also when the run-time bounds check fails."""
+"""The differential test of loop fusion and ping-pong (LF-14, LF-8, PP-6, LF-17): every
+accepted fusion leaves bitwise the same final arrays as the unfused program on the host
+interpreter, also when the run-time bounds check fails, in the program body and in a
+procedure's body."""
 
 from __future__ import annotations
 
@@ -22,13 +23,48 @@ EXAMPLES = 400 if os.environ.get("SAREK_FUZZ") else 8
 
 
 def make(n: int, nt: int, plo: int, phi: int, guard: str, po: int, clo: int, chi: int,
-         offs: list[int], hf: int, renamed: bool, stages: int) -> str:
+         offs: list[int], hf: int, renamed: bool, stages: int, in_proc: bool = False) -> str:
     g = {"": "", "lo": "if i >= 1 then ", "hi": "if i <= n - 1 then ",
          "both": "if i >= 0 && i <= n then "}[guard]
     reads = " + ".join(f"f[i + {o}]" if o >= 0 else f"f[i - {-o}]" for o in offs)
     target = "u" if renamed else "g"
     cons = (f"let r = {reads} in {target}[i] <- u[i] * 0.75 + r * 0.125"
             if renamed else f"g[i] <- {reads} * 0.5")
+    if in_proc:
+        # LF-17: the same loops in a procedure over its own arrays, called twice; the
+        # program's arrays receive copies of them
+        return f"""
+pure fun mix(a : f64, b : f64) : f64 = return a * 0.5 - b * 0.25
+program d
+  var n : i32 = {n}; var nt : i32 = {nt}; var m : i32;
+  var u : f64[-2:] allocatable; var f : f64[-1:] allocatable; var g : f64[-2:] allocatable;
+  proc work(ou : f64[-2:] inout, of : f64[-1:] inout, og : f64[-2:] inout, n : i32 in,
+            nt : i32 in, m : i32 inout)
+    var u : f64[-2:] allocatable; var f : f64[-1:] allocatable; var g : f64[-2:] allocatable;
+  =
+    allocate u[-2:n + 3]; allocate f[-1:n + {hf}]; allocate g[-2:n + 3];
+    parallel for (i = -2 to n + 3) do u[i] <- ou[i] done;
+    parallel for (i = -1 to n + {hf}) do f[i] <- of[i] done;
+    parallel for (i = -2 to n + 3) do g[i] <- og[i] done;
+    for t = 1 to nt do
+      for s = 1 to {stages} do
+        parallel for (i = {plo} to n + {phi}) do {g}f[i] <- mix(u[i], u[i + {po}]) done;
+        parallel for (i = {clo} to n - {chi}) do {cons} done
+      done;
+      m := m + 1
+    done;
+    parallel for (i = -2 to n + 3) do ou[i] <- u[i] done;
+    parallel for (i = -1 to n + {hf}) do of[i] <- f[i] done;
+    parallel for (i = -2 to n + 3) do og[i] <- g[i] done
+  end
+begin
+  allocate u[-2:n + 3]; allocate f[-1:n + {hf}]; allocate g[-2:n + 3];
+  parallel for (i = -2 to n + 3) do u[i] <- f64((i * 7 + 3) % 11) * 0.5 - 1.0 done;
+  m := 0;
+  call work(u, f, g, n, nt, m);
+  call work(u, f, g, n, nt, m)
+end
+"""
     return f"""
 pure fun mix(a : f64, b : f64) : f64 = return a * 0.5 - b * 0.25
 program d
@@ -54,7 +90,8 @@ PARAMS = dict(n=st.integers(0, 7), nt=st.integers(1, 3), plo=st.sampled_from([-1
        po=st.sampled_from([-1, 0, 1, 2]), clo=st.sampled_from([0, 1, 2]),
        chi=st.sampled_from([0, 1]),
        offs=st.lists(st.sampled_from([-1, 0, 1]), min_size=1, max_size=3),
-       hf=st.sampled_from([0, 1, 2]), renamed=st.booleans(), stages=st.sampled_from([1, 2]))
+       hf=st.sampled_from([0, 1, 2]), renamed=st.booleans(), stages=st.sampled_from([1, 2]),
+       in_proc=st.booleans())
 
 
 @settings(max_examples=EXAMPLES, deadline=None)

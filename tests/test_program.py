@@ -228,3 +228,71 @@ def test_hp9_a_program_run_many_times_is_checked_once() -> None:
     for _ in range(2):
         with pytest.raises(CheckError, match="not i32"):
             run_program(bad)
+
+
+# ---------------------------------------------------------------- TXT-26: S-expressions
+
+
+def _programs_for_sexp() -> list[tuple[str, object]]:
+    from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
+    from sarek_py.launch.offload import offload
+    from sarek_py.launch.program_text import parse_program_file
+
+    src = parse_program_file("examples/advection_diffusion.sk")
+    swapped = fuse_program(src, FusionOptions(swap=True))[0]
+    other = parse_program("""
+program q
+  var n : i32 = 3; var s : f64; var a : f64[1:] allocatable target; var p : f64[1:] pointer;
+  proc bump(x : f64[1:] inout, k : i32 value) = x[1] <- x[1] + f64(k) end
+begin
+  allocate a[n]; p => a; read s; call bump(a, 2);
+  print (unit = 6) s, a[1]; write (iostat = n) s;
+  for i = 1 to 3 step 2 do (if i == 3 then break; continue) done;
+  deallocate a; stop 2
+end
+""")
+    return [("example", src), ("fused+swap", swapped), ("offloaded", offload(swapped)),
+            ("offloaded tiles", offload(src, numbering="tiles")), ("statements", other)]
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_txt26_programs_read_back_from_sexp(case: int) -> None:
+    from sarek_py.launch.program_sexp import program_from_sexp, program_to_sexp
+
+    name, prog = _programs_for_sexp()[case]
+    text = program_to_sexp(prog)  # type: ignore[arg-type]
+    back = program_from_sexp(text, f"{name}.sexp")
+    assert back == prog, name
+    assert program_to_sexp(back) == text
+    assert print_program(back) == print_program(prog)  # type: ignore[arg-type]
+
+
+def test_txt26_attributes_and_intents_are_keywords() -> None:
+    from sarek_py.launch.program_sexp import program_to_sexp
+
+    text = program_to_sexp(parse_program(
+        "program q var a : f64[0:] allocatable target; "
+        "proc z(x : f64[0:] inout) = x[0] <- 1.0 end begin allocate a[2] end"))
+    assert ":attrs [:allocatable :target]" in text and ":intent :inout" in text
+
+
+def test_txt26_a_dump_that_is_not_a_program_is_a_located_error() -> None:
+    from sarek_py.ir.sexp import register
+    from sarek_py.ir.types import Scalar
+    from sarek_py.launch.program import Attr
+    from sarek_py.launch.program_sexp import program_from_sexp
+
+    with pytest.raises(ParseError, match=r"k.sexp:1:1: error: expected a \(Program"):
+        program_from_sexp('(Const :value 1 :type :i32)', "k.sexp")
+    with pytest.raises(ParseError, match="unknown node 'Nope'"):
+        program_from_sexp("(Nope)", "k.sexp")
+    import enum
+
+    class Clash(enum.Enum):
+        X = "allocatable"
+
+    with pytest.raises(ValueError, match="taken by"):
+        register(enums=(Clash,))
+    from sarek_py.ir.sexp import ENUM_WORDS
+
+    assert ENUM_WORDS["allocatable"] is Attr.ALLOCATABLE and ENUM_WORDS["i32"] is Scalar.I32

@@ -53,6 +53,21 @@ for _cls in (Scalar, MemSpace, UnaryOp, BinaryOp):
 WIDTH = 100
 
 
+def register(classes: tuple[type, ...] = (), enums: tuple[type[enum.Enum], ...] = ()) -> None:
+    """Let dumps name more ``attrs`` node classes and enum members (the host-program IR of
+    ``sarek_py.launch`` registers its own, TXT-26); an enum word already taken by another
+    member is an error."""
+    for c in classes:
+        NODE_CLASSES[c.__name__] = c
+    for cls in enums:
+        for m in cls:
+            word = _enum_word(m)
+            if ENUM_WORDS.get(word, m) is not m:
+                raise ValueError(f"enum word ':{word}' of {m!r} is taken by "
+                                 f"{ENUM_WORDS[word]!r}")
+            ENUM_WORDS[word] = m
+
+
 def _fields(x: Any) -> list[tuple[str, Any]]:
     return [(f.name, getattr(x, f.name)) for f in attrs.fields(type(x)) if f.name != "loc"]
 
@@ -93,7 +108,9 @@ class _Writer:
         key = id(x)
         if key in self.flats:
             return self.flats[key]
-        if isinstance(x, tuple):
+        if isinstance(x, frozenset):  # a set: its items in the order of their text
+            text = "[" + " ".join(sorted(self.flat(y) for y in x)) + "]"
+        elif isinstance(x, tuple):
             text = "[" + " ".join(self.flat(y) for y in x) + "]"
         elif type(x).__name__ in NODE_CLASSES:
             parts = [type(x).__name__, *(f":{n} {self.flat(v)}" for n, v in _fields(x))]
@@ -109,6 +126,8 @@ class _Writer:
         if ind + len(flat) <= WIDTH or _atom(x) is not None:
             return flat
         pad = " " * (ind + 2)
+        if isinstance(x, frozenset):
+            x = tuple(sorted(x, key=self.flat))
         if isinstance(x, tuple):
             items = "".join(f"{pad}{self.render(y, ind + 2)}\n" for y in x)
             return "[\n" + items + " " * ind + "]"
@@ -218,6 +237,9 @@ class _Reader:
                 raise self.error(f"expected ':field' or ')' in {name}, found '{key}'",
                                  fline, fcol)
             kwargs[key[1:]] = self.value()
+        for f in attrs.fields(cls):  # a set field reads its list back as a set
+            if isinstance(f.default, frozenset) and isinstance(kwargs.get(f.name), tuple):
+                kwargs[f.name] = frozenset(kwargs[f.name])
         try:
             obj = cls(**kwargs)
         except (TypeError, ValueError) as exc:
