@@ -296,7 +296,7 @@ begin
   allocate y[n];
   allocate z[n];
   allocate w[n];
-  launch scale(x, y, 1.5f, n) threads n + 3 block 8;
+  launch scale(x, y, 1.5f, n) threads i64(n) + 3L block 8;
   launch relu(y, z, n) threads n block 16;
   launch bias(z, w, 0.25f) threads n block 4;
   launch scale(w, y, 2.0f, m) threads m block 8;
@@ -372,7 +372,7 @@ def test_leg12_symbolic_counts_with_strided_stores() -> None:
     proved pair, fused with symbolic counts and instantiated, gives the unfused buffers."""
     from sarek_py.fusion.legality import index_slice
     from sarek_py.fusion.refusal import FusionRefused
-    from sarek_py.ir.nodes import Binary, BinaryOp, Const, Ref, var
+    from sarek_py.ir.nodes import Binary, BinaryOp, Cast, Const, Ref, var
     from sarek_py.ir.types import Scalar
 
     mod = parse_module("""
@@ -392,7 +392,7 @@ kernel double(y : f32[], z : f32[]) =
   let i = global_thread_id in z[i] <- y[i] * 2.0f
 """, "split.sk")
     n = Ref(var("n", Scalar.I32, mutable=True))
-    two_n = Binary(BinaryOp.MUL, Const(2, Scalar.I32), n)
+    two_n = Binary(BinaryOp.MUL, Const(2, Scalar.I64), Cast(Scalar.I64, n))
     split = KernelLaunch(mod.kernel("split"), n, 8, {"x": "X", "y": "Y", "n": n})
     index_slice(split, "y", two_n)
     gap = KernelLaunch(mod.kernel("gap"), n, 8, {"x": "X", "y": "Y", "n": n})

@@ -594,6 +594,14 @@ def _index_slice_symbolic(producer: KernelLaunch, arr: Var, tc: int | Expr) -> N
     if forms[0] is None or forms[1] is None:
         raise FusionRefused("LEG-12", f"{k.name}: the thread counts are not affine in the "
                             "host symbols")
+    # the host evaluates the counts in their own type, wrapping; the proof below takes
+    # them to be exact integers, so they must not wrap (LEG-6)
+    count_wrap = wrap_risk([e for e in counts if e is not None and not isinstance(e, Const)],
+                           ctx)
+    if count_wrap is not None:
+        raise FusionRefused("LEG-6", f"{k.name}: the thread count {print_expr(count_wrap)} may "
+                            "wrap around for some value of the host symbols (compute it in "
+                            "i64, e.g. i64(n) + 3L)", count_wrap.loc)
     wraps = _may_wrap(body, arr, ctx, forms[0])
     if wraps is not None:
         raise FusionRefused("LEG-6", f"{k.name}: {print_expr(wraps)} may wrap around for "

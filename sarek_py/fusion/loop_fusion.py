@@ -757,12 +757,15 @@ def _scope(program: Program, procedure: Procedure | None) -> _Ctx:
 
 
 def _check_shared(ctx: _Ctx, p: ParFor, c: ParFor) -> None:
-    """LF-17: in a procedure, the arrays the pair names that a caller may pass as one
-    (array dummies, the program's arrays) number at most one when the pair writes any
-    of them."""
+    """LF-17: in a procedure, the arrays the pair names (bodies and bounds) that a caller
+    may pass as one (array dummies, the program's arrays) number at most one when the
+    pair writes any of them."""
     if ctx.procedure is None:
         return
-    named = {v for v in free_vars(p.body) | free_vars(c.body) if v.is_array} & ctx.shared
+    bounds = expr_vars(*(e for loop in (p, c) for ix in loop.indices
+                         for e in (ix.start, ix.stop)))
+    named = {v for v in free_vars(p.body) | free_vars(c.body) | bounds
+             if v.is_array} & ctx.shared
     written = (kernel_stores(p.body) | kernel_stores(c.body)) & named
     if len(named) >= 2 and written:
         names = sorted(v.name for v in named)

@@ -50,6 +50,7 @@ from sarek_py.launch.program import (
     LoopIndex,
     ParFor,
     Program,
+    all_var_names,
     block,
     iter_host,
 )
@@ -222,9 +223,8 @@ class ProgramBuilder:
         return [*self.before.get(id(s), []), inner, *self.after.get(id(s), [])]
 
     def build(self) -> Program:
-        self.taken |= {d.var.name for d in self.program.decls}
-        for p in self.program.procedures:
-            self.taken |= {q.var.name for q in p.params} | {d.var.name for d in p.decls}
+        # every name of the program, loop variables and kernel names included (LF-14)
+        self.taken |= all_var_names(self.program)
         body = self.scope(self.program.body)
         top = self.decls
         procs = []

@@ -65,6 +65,29 @@ def iter_nodes(node: Expr | Stmt) -> Iterator[Expr | Stmt]:
         yield from iter_nodes(c)
 
 
+def var_names(*nodes: Expr | Stmt) -> set[str]:
+    """The name of every variable ``nodes`` mention, free or bound (what a new name must
+    avoid for the printed text to read back the same)."""
+    out: set[str] = set()
+    for root in nodes:
+        for n in iter_nodes(root):
+            for f in attrs.fields(type(n)):
+                v = getattr(n, f.name)
+                if isinstance(v, Var):
+                    out.add(v.name)
+    return out
+
+
+def fresh_name(base: str, taken: set[str]) -> str:
+    """``base``, or ``base`` with ``_`` in front until no name in ``taken`` is it; the
+    name is added to ``taken``."""
+    name = base
+    while name in taken:
+        name = "_" + name
+    taken.add(name)
+    return name
+
+
 def fold(f: Callable[[N, Expr | Stmt], N], acc: N, node: Expr | Stmt) -> N:
     """``f`` applied to every node, pre-order, threading ``acc``."""
     for n in iter_nodes(node):

@@ -56,7 +56,7 @@ from sarek_py.ir.nodes import (
     var,
 )
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar
-from sarek_py.ir.visit import iter_exprs, map_node
+from sarek_py.ir.visit import fresh_name, iter_exprs, map_node, var_names
 from sarek_py.launch.launch import Launch, ScratchBuffer, Sync
 from sarek_py.launch.parfor import parfor_kernel
 from sarek_py.launch.program import (
@@ -95,6 +95,13 @@ def _i64(e: Expr) -> Expr:
     return e if isinstance(e, Const) and e.type is Scalar.I64 else Cast(Scalar.I64, e)
 
 
+def _extent64(start: Expr, stop: Expr) -> Expr:
+    """``stop - start + 1`` in ``i64``: exact for any ``i32`` bounds (in ``i32`` an empty
+    range such as ``INT_MAX .. INT_MIN`` would wrap to a positive extent)."""
+    return Binary(BinaryOp.ADD, Binary(BinaryOp.SUB, _i64(stop), _i64(start)),
+                  Const(1, Scalar.I64))
+
+
 def _extent(start: Expr, stop: Expr) -> Expr:
     return Binary(BinaryOp.ADD, Binary(BinaryOp.SUB, stop, start), Const(1, Scalar.I32))
 
@@ -103,7 +110,7 @@ def thread_count(loop: ParFor) -> Expr:
     """OFF-1: the number of iterations, an ``i64``; zero when a dimension is empty."""
     total: Expr | None = None
     for ix in loop.indices:
-        n = Intrinsic("max", (_i64(_extent(ix.start, ix.stop)), Const(0, Scalar.I64)))
+        n = Intrinsic("max", (_extent64(ix.start, ix.stop), Const(0, Scalar.I64)))
         total = n if total is None else Binary(BinaryOp.MUL, total, n)
     assert total is not None
     return total
@@ -293,8 +300,11 @@ class _Offloader:
         params = flat_kernel.params[:len(host)]
         pmap = dict(zip(host, params, strict=True))
         body = map_node(s.body, var=lambda v: pmap.get(v, v))
-        los = [var(f"lo_{k}", Scalar.I32) for k in range(rank)]
-        his = [var(f"hi_{k}", Scalar.I32) for k in range(rank)]
+        # bound parameters named apart from the host's (OFF-2) and the body's names
+        taken = ({p.name for p in params} | {ix.var.name for ix in s.indices}
+                 | {v.name for v in flat_kernel.locals} | var_names(body))
+        los = [var(fresh_name(f"lo_{k}", taken), Scalar.I32) for k in range(rank)]
+        his = [var(fresh_name(f"hi_{k}", taken), Scalar.I32) for k in range(rank)]
         loops = tuple(Loop(ix.var, Ref(lo), Ref(hi))
                       for ix, lo, hi in zip(s.indices, los, his, strict=True))
         nest = Nest(self.fresh(f"{flat_kernel.name}_rows"), (*params, *los, *his), loops,
@@ -307,7 +317,7 @@ class _Offloader:
         block = Const(self.block_size, Scalar.I64)
         padded: Expr | None = None
         for d, ix in enumerate(s.indices):
-            e: Expr = Intrinsic("max", (_i64(_extent(ix.start, ix.stop)), Const(0, Scalar.I64)))
+            e: Expr = Intrinsic("max", (_extent64(ix.start, ix.stop), Const(0, Scalar.I64)))
             if d == rk.contiguous:
                 e = Binary(BinaryOp.MUL, Binary(BinaryOp.DIV, Binary(
                     BinaryOp.ADD, e, Const(self.block_size - 1, Scalar.I64)), block), block)
@@ -342,8 +352,11 @@ class _Offloader:
         params = flat_kernel.params[:len(host)]
         pmap = dict(zip(host, params, strict=True))
         body = map_node(s.body, var=lambda v: pmap.get(v, v))
-        los = [var(f"lo_{k}", Scalar.I32) for k in range(rank)]
-        his = [var(f"hi_{k}", Scalar.I32) for k in range(rank)]
+        # bound parameters named apart from the host's (OFF-2) and the body's names
+        taken = ({p.name for p in params} | {ix.var.name for ix in s.indices}
+                 | {v.name for v in flat_kernel.locals} | var_names(body))
+        los = [var(fresh_name(f"lo_{k}", taken), Scalar.I32) for k in range(rank)]
+        his = [var(fresh_name(f"hi_{k}", taken), Scalar.I32) for k in range(rank)]
         loops = tuple(Loop(ix.var, Ref(lo), Ref(hi))
                       for ix, lo, hi in zip(s.indices, los, his, strict=True))
         nest = Nest(flat_kernel.name, (*params, *los, *his), loops, body, flat_kernel.locals)
@@ -352,7 +365,7 @@ class _Offloader:
         except TilingRefused:
             return None
         kernel = attrs.evolve(tk.kernel, helpers=flat_kernel.helpers, loc=s.loc)
-        exts = [Intrinsic("max", (_i64(_extent(ix.start, ix.stop)), Const(0, Scalar.I64)))
+        exts = [Intrinsic("max", (_extent64(ix.start, ix.stop), Const(0, Scalar.I64)))
                 for ix in s.indices]
         total: Expr = exts[0]
         padded: Expr | None = None

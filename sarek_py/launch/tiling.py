@@ -55,7 +55,7 @@ from sarek_py.ir.nodes import (
 )
 from sarek_py.ir.typeof import scalar_type_of
 from sarek_py.ir.types import Scalar
-from sarek_py.ir.visit import free_vars
+from sarek_py.ir.visit import free_vars, fresh_name, var_names
 from sarek_py.launch.host_eval import host_eval
 
 #: iterations of the contiguous dimension in one tile (a warp's worth)
@@ -161,23 +161,32 @@ def _bin(op: BinaryOp, a: Expr, b: Expr) -> Binary:
     return Binary(op, a, b)
 
 
+def _taken(nest: Nest) -> set[str]:
+    """The names the kernel of ``nest`` already uses (parameters, locals, loop variables,
+    every variable of the body): its own new names avoid them, so that its printed text
+    reads back the same (a ``let`` never hides a parameter the body reads)."""
+    return ({p.name for p in nest.params} | {v.name for v in nest.locals}
+            | {lp.var.name for lp in nest.loops} | var_names(nest.body))
+
+
 def tile_nest(nest: Nest) -> TiledKernel:
     """The kernel that runs ``nest`` tiled or flat, as the host says (TIL-4 … TIL-7)."""
     contiguous, nxt = tile_dims(nest)
     loops = nest.loops
-    taken = {p.name for p in nest.params} | {v.name for v in nest.locals}
+    taken = _taken(nest)
     flat_name = "tiles_flat"
     while flat_name in taken:
         flat_name += "_"
+    taken.add(flat_name)
     flat = var(flat_name, Scalar.BOOL)
     k = len(loops)
     # dimension order for numbering: contiguous fastest, then next, then the others
     # from the innermost outwards
     order = [contiguous, nxt] + [d for d in reversed(range(k)) if d not in (contiguous, nxt)]
-    ext = [var(f"n_{lp.var.name}", Scalar.I64) for lp in loops]
-    z = [var(f"z_{lp.var.name}", Scalar.I64, mutable=True) for lp in loops]
-    t = var("thread", Scalar.I64)
-    rest = var("rest", Scalar.I64, mutable=True)
+    ext = [var(fresh_name(f"n_{lp.var.name}", taken), Scalar.I64) for lp in loops]
+    z = [var(fresh_name(f"z_{lp.var.name}", taken), Scalar.I64, mutable=True) for lp in loops]
+    t = var(fresh_name("thread", taken), Scalar.I64)
+    rest = var(fresh_name("rest", taken), Scalar.I64, mutable=True)
 
     def split(skip: int) -> list[Stmt]:
         """Assign z[d] for the dimensions in ``order`` past the first ``skip`` ones from
@@ -194,8 +203,8 @@ def tile_nest(nest: Nest) -> TiledKernel:
     tx = _bin(BinaryOp.MOD, _i64(Intrinsic("thread_idx_x")), _c64(TILE))
     ty = _bin(BinaryOp.DIV, _i64(Intrinsic("thread_idx_x")), _c64(TILE))
     rows = _bin(BinaryOp.DIV, _i64(Intrinsic("block_dim_x")), _c64(TILE))
-    tiles_c = var("tiles_c", Scalar.I64)
-    tiles_n = var("tiles_n", Scalar.I64)
+    tiles_c = var(fresh_name("tiles_c", taken), Scalar.I64)
+    tiles_n = var(fresh_name("tiles_n", taken), Scalar.I64)
     tiled_branch = Let(
         tiles_c, _bin(BinaryOp.DIV, _bin(BinaryOp.ADD, Ref(ext[contiguous]), _c64(TILE - 1)),
                       _c64(TILE)),
@@ -319,11 +328,12 @@ def row_nest(nest: Nest) -> RowKernel:
     loops = nest.loops
     k = len(loops)
     order = [nxt] + [d for d in reversed(range(k)) if d not in (contiguous, nxt)]
-    ext = [var(f"n_{lp.var.name}", Scalar.I64) for lp in loops]
-    z = [var(f"z_{lp.var.name}", Scalar.I64) for lp in loops]
+    taken = _taken(nest)
+    ext = [var(fresh_name(f"n_{lp.var.name}", taken), Scalar.I64) for lp in loops]
+    z = [var(fresh_name(f"z_{lp.var.name}", taken), Scalar.I64) for lp in loops]
     width = _i64(Intrinsic("block_dim_x"))
-    rows_c = var("rows_c", Scalar.I64)
-    place = [var(f"place_{d}", Scalar.I64) for d in range(k)]
+    rows_c = var(fresh_name("rows_c", taken), Scalar.I64)
+    place = [var(fresh_name(f"place_{d}", taken), Scalar.I64) for d in range(k)]
     # a thread outside the nest: past an extent, or its block past the last place
     outside: Expr = _bin(BinaryOp.GT, Ref(place[order[-1]]), _c64(0))
     for d in range(k):
