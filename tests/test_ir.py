@@ -269,3 +269,16 @@ def test_ir16_canonical_ids_order_of_first_appearance() -> None:
     assert isinstance(ce, Binary) and isinstance(ce.lhs, Ref) and isinstance(ce.rhs, Ref)
     assert (ce.lhs.var.id, ce.rhs.var.id) == (1, 2)
     assert (ce.lhs.var.name, ce.rhs.var.name) == ("b", "a")
+
+
+def test_ir31_float_literals_compare_by_sign_of_zero_and_nan_bits() -> None:
+    from sarek_py.ir.nodes import Const
+    from sarek_py.ir.types import Scalar
+
+    f64 = Scalar.F64
+    assert Const(0.0, f64) != Const(-0.0, f64)
+    assert Const(float("nan"), f64) == Const(float("nan"), f64)
+    assert hash(Const(float("nan"), f64)) == hash(Const(float("nan"), f64))
+    assert Const(1.5, f64) == Const(1.5, f64) and Const(1, f64) == Const(1.0, f64)
+    assert Const(1.5, f64) != Const(1.5, Scalar.F32)
+    assert len({Const(0.0, f64), Const(-0.0, f64), Const(0.0, f64)}) == 2

@@ -16,7 +16,7 @@ operations per byte (LF-13).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
@@ -103,19 +103,27 @@ def run_passes(program: Program, passes: Sequence[str], transforms: frozenset[st
 
 def opt_program_file(path: str, passes: Sequence[str], transforms_value: str,
                      dump_dir: str | None, threshold: float = 64.0,
-                     numbering: str = "rows", text: str | None = None) -> OptResult:
+                     numbering: str = "rows", text: str | None = None,
+                     check: Callable[[Program], None] | None = None) -> OptResult:
     """``sarek-py opt`` on a host-program file (or on ``text``, standard input's, read
-    under the name ``<stdin>``): parse, run, write the dumps."""
+    under the name ``<stdin>``): parse, ``check`` (the passes assume a well-formed
+    program, HP-9), run, write the dumps."""
     from sarek_py.launch.program_text import parse_program, parse_program_file
 
     transforms = parse_transforms(transforms_value)
     program = (parse_program_file(path) if text is None
                else parse_program(text, "<stdin>"))
+    if check is not None:
+        check(program)
     names = list(passes) if passes else [p for p in LOOP_TRANSFORMS]
     result = run_passes(program, names, transforms, threshold, numbering)
     if dump_dir is not None:
         out = Path(dump_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        for fname, text in result.dumps:
-            (out / fname).write_text(text if text.endswith("\n") else text + "\n")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            for fname, dump in result.dumps:
+                (out / fname).write_text(dump if dump.endswith("\n") else dump + "\n")
+        except OSError as exc:
+            raise SarekError(f"--dump-dir {dump_dir}: cannot write the dumps "
+                             f"({exc.strerror or exc})") from None
     return result

@@ -13,6 +13,7 @@ import sys
 from sarek_py.cli import (
     FILE_HELP,
     UsageError,
+    check_any,
     command,
     is_program_text,
     load_checked,
@@ -84,7 +85,8 @@ def _opt_program(args: argparse.Namespace) -> int:
     try:
         res = opt_program_file(args.file, names, args.gpu_loop_transforms, args.dump_dir,
                                args.fusion_threshold, args.numbering,
-                               text=read_source(args.file) if args.file == "-" else None)
+                               text=read_source(args.file) if args.file == "-" else None,
+                               check=check_any)
     except LoopOptionError as exc:
         raise UsageError(exc.message) from None
     sys.stdout.write(print_program(res.program))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import enum
 import itertools
+import math
+import struct
 from collections.abc import Iterator
 from typing import Any
 
@@ -139,11 +141,24 @@ _COMPARE = frozenset(
 )
 
 
+def _literal_key(v: int | float | bool | None) -> object:
+    """What equality of literals compares (IR-31): the value, except that a float zero
+    keeps its sign and a NaN is equal to a NaN of the same bits, so ``0.0`` and ``-0.0``
+    differ (they give different results) and a NaN literal equals itself."""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return ("nan", struct.pack("<d", v))
+        if v == 0.0:
+            return ("zero", math.copysign(1.0, v))
+    return v
+
+
 @attrs.frozen
 class Const:
-    """A literal of a scalar type (``unit`` has the single value ``None``)."""
+    """A literal of a scalar type (``unit`` has the single value ``None``). Equality and
+    hashing compare float values by sign of zero and NaN bits (IR-31)."""
 
-    value: int | float | bool | None
+    value: int | float | bool | None = attrs.field(eq=_literal_key)
     type: Scalar
     loc: Loc | None = _loc()
 

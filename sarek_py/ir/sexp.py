@@ -22,6 +22,8 @@ from __future__ import annotations
 import enum
 import json
 import math
+import types
+import typing
 from typing import Any
 
 import attrs
@@ -58,6 +60,9 @@ def register(classes: tuple[type, ...] = (), enums: tuple[type[enum.Enum], ...] 
     ``sarek_py.launch`` registers its own, TXT-26); an enum word already taken by another
     member is an error."""
     for c in classes:
+        if NODE_CLASSES.get(c.__name__, c) is not c:
+            raise ValueError(f"node name {c.__name__!r} of {c!r} is taken by "
+                             f"{NODE_CLASSES[c.__name__]!r}")
         NODE_CLASSES[c.__name__] = c
     for cls in enums:
         for m in cls:
@@ -226,6 +231,7 @@ class _Reader:
             raise self.error(f"unknown node '{name}'", line, col)
         cls = NODE_CLASSES[name]
         kwargs: dict[str, Any] = {}
+        where: dict[str, tuple[int, int]] = {}
         while True:
             self._skip()
             if self.text.startswith(")", self.pos):
@@ -237,9 +243,16 @@ class _Reader:
                 raise self.error(f"expected ':field' or ')' in {name}, found '{key}'",
                                  fline, fcol)
             kwargs[key[1:]] = self.value()
+            where[key[1:]] = (fline, fcol)
+        hints = _hints(cls)
         for f in attrs.fields(cls):  # a set field reads its list back as a set
             if isinstance(f.default, frozenset) and isinstance(kwargs.get(f.name), tuple):
                 kwargs[f.name] = frozenset(kwargs[f.name])
+        for key, value in kwargs.items():  # TXT-25: a field of the wrong kind is an error
+            hint = hints.get(key)
+            if hint is not None and not _conforms(value, hint):
+                raise self.error(f"bad {name}: field '{key}' cannot be {_describe(value)}",
+                                 *where[key])
         try:
             obj = cls(**kwargs)
         except (TypeError, ValueError) as exc:
@@ -249,11 +262,64 @@ class _Reader:
         return obj
 
 
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """The resolved field annotations of a node class."""
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    """Whether a value read from a dump has the kind its field is annotated with (node
+    classes, enums, scalars, tuples, sets, optional and union types)."""
+    if hint is Any:
+        return True
+    if hint is type(None) or hint is None:
+        return value is None
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_conforms(value, a) for a in args)
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_conforms(v, args[0]) for v in value)
+        return len(args) == len(value) and all(
+            _conforms(v, a) for v, a in zip(value, args, strict=True))
+    if origin is frozenset:
+        return isinstance(value, frozenset) and all(_conforms(v, args[0]) for v in value)
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(hint, type):
+        return isinstance(value, hint)
+    return True
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "a list"
+    if type(value).__name__ in NODE_CLASSES:
+        return f"a {type(value).__name__}"
+    return _atom(value) or type(value).__name__
+
+
 def from_sexp(text: str, filename: str = "<sexp>") -> Any:
     """The node a :func:`to_sexp` dump describes (ids as written; later fresh ids are
-    above them)."""
+    above them). A text that is not a dump, or a field of the wrong kind, is a located
+    ``ParseError``."""
     r = _Reader(text, filename)
-    node = r.value()
+    try:
+        node = r.value()
+    except RecursionError:
+        raise r.error("the S-expression is nested too deeply") from None
     r._skip()
     if r.pos != len(text):
         raise r.error("unexpected text after the S-expression")

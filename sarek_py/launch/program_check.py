@@ -51,6 +51,14 @@ def _check_expr(e: Expr, want: Scalar | None, what: str, loc: Loc | None) -> Non
         raise CheckError(f"{what} has type {t}, not {want}", loc)
 
 
+def _spec_text(value: Expr | str) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, Ref):
+        return f"'{value.var.name}' of type {value.var.type}"
+    return "an expression"
+
+
 def check_program_once(program: Program) -> None:
     """:func:`check_program`, remembered per program object: a host that runs one program
     many times (a benchmark, a time loop in Python) checks it once."""
@@ -105,9 +113,17 @@ def check_program(program: Program) -> None:
                                              f"be an array of type {prm.var.type}", s.loc)
                     else:
                         _check_expr(arg, prm.var.scalar, f"argument '{prm.var.name}'", s.loc)
-            case Output(items=items):
+            case Output(items=items, specifiers=specs):
                 for item in items:
                     _check_expr(item, None, "an output item", s.loc)
+                for key, value in specs:
+                    # HP-7: iostat names an integer scalar variable, which it sets to 0
+                    if key == "iostat" and not (
+                            isinstance(value, Ref) and value.var.mutable
+                            and isinstance(value.var.type, Scalar) and value.var.type.is_int):
+                        raise CheckError("iostat needs an integer scalar variable, not "
+                                         f"{_spec_text(value)}",
+                                         getattr(value, "loc", None) or s.loc)
             case Allocate(array=a, dims=dims):
                 if not isinstance(a.type, ArrayType) or len(dims) != a.type.rank:
                     raise CheckError(f"allocate of '{a.name}' needs one bound per dimension",

@@ -128,7 +128,10 @@ def tile_dims(nest: Nest) -> tuple[int, int]:
     loops = nest.loops
     if len(loops) < 2:
         raise TilingRefused("TIL-1", f"nest {nest.name} has one dimension: nothing to tile")
-    stores = [s for s in iter_stmts(nest.body) if isinstance(s, Store)]
+    # a store into the kernel's own (private, per-thread) array is no result of the nest
+    private = set(nest.locals)
+    stores = [s for s in iter_stmts(nest.body) if isinstance(s, Store)
+              and s.array not in private]
     loop_vars = {lp.var for lp in loops}
     for s in stores:
         used: set[Var] = set()
