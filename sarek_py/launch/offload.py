@@ -78,6 +78,7 @@ from sarek_py.launch.program import (
     named_vars,
 )
 from sarek_py.launch.runtime.base import can_stop, written_arrays
+from sarek_py.launch.tiling import Loop, Nest
 
 #: bytes of private arrays per thread kept in thread memory (OFF-6)
 STACK_BUDGET = 1024
@@ -218,6 +219,23 @@ def _thread_var(kernel: Kernel) -> Var:
     return s.var
 
 
+def _nest(s: ParFor, flat_kernel: Kernel, host: tuple[Var, ...], name: str) -> Nest:
+    """The nest of parallel loop ``s`` over the parameters of its flat kernel, its bounds
+    as new ``lo_k``/``hi_k`` parameters named apart from the host's (OFF-2) and from the
+    body's names (for the tiled and rows kernels, OFF-10, OFF-11)."""
+    params = flat_kernel.params[:len(host)]
+    pmap = dict(zip(host, params, strict=True))
+    body = map_node(s.body, var=lambda v: pmap.get(v, v))
+    taken = ({p.name for p in params} | {ix.var.name for ix in s.indices}
+             | {v.name for v in flat_kernel.locals} | var_names(body))
+    rank = len(s.indices)
+    los = [var(fresh_name(f"lo_{k}", taken), Scalar.I32) for k in range(rank)]
+    his = [var(fresh_name(f"hi_{k}", taken), Scalar.I32) for k in range(rank)]
+    loops = tuple(Loop(ix.var, Ref(lo), Ref(hi))
+                  for ix, lo, hi in zip(s.indices, los, his, strict=True))
+    return Nest(name, (*params, *los, *his), loops, body, flat_kernel.locals)
+
+
 @attrs.define
 class _Offloader:
     program: Program
@@ -286,29 +304,11 @@ class _Offloader:
         of ``block`` iterations of its contiguous dimension (TIL-10) when whole rows pad
         the nest by at most ``MAX_ROW_PADDING``, by ``flat`` otherwise: the host tests it
         at each execution (TIL-11). Any other loop: ``flat`` itself."""
-        from sarek_py.launch.tiling import (
-            MAX_ROW_PADDING,
-            Loop,
-            Nest,
-            TilingRefused,
-            row_nest,
-        )
+        from sarek_py.launch.tiling import MAX_ROW_PADDING, TilingRefused, row_nest
 
-        rank = len(s.indices)
-        if rank < 2:
+        if len(s.indices) < 2:
             return flat
-        params = flat_kernel.params[:len(host)]
-        pmap = dict(zip(host, params, strict=True))
-        body = map_node(s.body, var=lambda v: pmap.get(v, v))
-        # bound parameters named apart from the host's (OFF-2) and the body's names
-        taken = ({p.name for p in params} | {ix.var.name for ix in s.indices}
-                 | {v.name for v in flat_kernel.locals} | var_names(body))
-        los = [var(fresh_name(f"lo_{k}", taken), Scalar.I32) for k in range(rank)]
-        his = [var(fresh_name(f"hi_{k}", taken), Scalar.I32) for k in range(rank)]
-        loops = tuple(Loop(ix.var, Ref(lo), Ref(hi))
-                      for ix, lo, hi in zip(s.indices, los, his, strict=True))
-        nest = Nest(self.fresh(f"{flat_kernel.name}_rows"), (*params, *los, *his), loops,
-                    body, flat_kernel.locals)
+        nest = _nest(s, flat_kernel, host, self.fresh(f"{flat_kernel.name}_rows"))
         try:
             rk = row_nest(nest)
         except TilingRefused:
@@ -343,23 +343,13 @@ class _Offloader:
         """OFF-10: a nest of two or more dimensions without a reduction, launched in tiles
         of 32 × (block / 32) iterations or flat, as the host decides at the launch
         (:mod:`sarek_py.launch.tiling`); ``None`` when it cannot be tiled."""
-        from sarek_py.launch.tiling import TILE, Loop, Nest, TilingRefused, tile_nest
+        from sarek_py.launch.tiling import TILE, TilingRefused, tile_nest
 
         rank = len(s.indices)
         rows = self.block_size // TILE
         if rank < 2 or self.block_size % TILE or rows < 1:
             return None
-        params = flat_kernel.params[:len(host)]
-        pmap = dict(zip(host, params, strict=True))
-        body = map_node(s.body, var=lambda v: pmap.get(v, v))
-        # bound parameters named apart from the host's (OFF-2) and the body's names
-        taken = ({p.name for p in params} | {ix.var.name for ix in s.indices}
-                 | {v.name for v in flat_kernel.locals} | var_names(body))
-        los = [var(fresh_name(f"lo_{k}", taken), Scalar.I32) for k in range(rank)]
-        his = [var(fresh_name(f"hi_{k}", taken), Scalar.I32) for k in range(rank)]
-        loops = tuple(Loop(ix.var, Ref(lo), Ref(hi))
-                      for ix, lo, hi in zip(s.indices, los, his, strict=True))
-        nest = Nest(flat_kernel.name, (*params, *los, *his), loops, body, flat_kernel.locals)
+        nest = _nest(s, flat_kernel, host, flat_kernel.name)
         try:
             tk = tile_nest(nest)
         except TilingRefused:
