@@ -296,7 +296,10 @@ class _Function:
                 return f"{v}{self.d.unsigned_suffix[t]}", _PRIMARY
             case Unary(op=UnaryOp.NEG, arg=a):
                 text, prec = self.uexpr(a)
-                return f"-{_paren(text, prec, _UNARY)}", _UNARY
+                text = _paren(text, prec, _UNARY)
+                if text.startswith("-"):  # - -x, not the decrement --x
+                    text = f"({text})"
+                return f"-{text}", _UNARY
             case Binary(op=op, lhs=lhs, rhs=rhs) if op in _WRAPPING:
                 p = _PREC[op]
                 if (op in (BinaryOp.ADD, BinaryOp.SUB) and isinstance(rhs, Const)
@@ -476,8 +479,10 @@ class _Function:
         go directly before the C ``for`` (CG-20)."""
         ty = s.var.scalar
         t = self.ctype(ty)
-        start = self.expr(s.start)[0]
-        stop = self.expr(s.stop)[0]
+        # the bounds stand beside <=, >= and == below: a conditional or a comparison needs
+        # parentheses (`i <= c ? 0 : 3` would compare first)
+        start = _paren(*self.expr(s.start), _PREC[BinaryOp.LE] + 1)
+        stop = _paren(*self.expr(s.stop), _PREC[BinaryOp.LE] + 1)
         r_start, r_stop = int_range(s.start, self.ranges), int_range(s.stop, self.ranges)
         t_lo, t_hi = type_range(ty)
         # the plain C loop steps once past the last value: exact only when that exists
