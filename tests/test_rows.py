@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_tiling import backends, c, nest3
+from test_tiling import nest2 as tiling_nest2
 from typeguard import TypeCheckError
 
 from sarek_py.codegen import emit_cuda, emit_opencl
@@ -40,10 +42,9 @@ from sarek_py.launch.launch import Launch
 from sarek_py.launch.offload import offload
 from sarek_py.launch.program import HIf, iter_host
 from sarek_py.launch.program_text import parse_program, print_program
-from sarek_py.launch.runtime import Backend, get_backend
+from sarek_py.launch.runtime import get_backend
 from sarek_py.launch.runtime.interp import InterpBackend
 from sarek_py.launch.tiling import (
-    Loop,
     Nest,
     TilingRefused,
     row_count,
@@ -54,42 +55,10 @@ from sarek_py.launch.tiling import (
 I32, I64 = Scalar.I32, Scalar.I64
 
 
-def c(v: int) -> Const:
-    return Const(v, I32)
-
-
 def nest2(lower: tuple[int, int] = (0, 0)) -> Nest:
-    """for i = lo0 .. lo0+n-1, j = lo1 .. lo1+m-1: b[i - lo0, j - lo1] <- 2 a[...] + i."""
-    a, b = var("a", array(Scalar.F32, 2)), var("b", array(Scalar.F32, 2))
-    n, m = var("n", I32), var("m", I32)
-    i, j = var("i", I32), var("j", I32)
-    idx = (Binary(BinaryOp.SUB, Ref(i), c(lower[0])), Binary(BinaryOp.SUB, Ref(j), c(lower[1])))
-    body = Store(b, idx, Binary(BinaryOp.ADD, Binary(BinaryOp.MUL, Const(2.0, Scalar.F32),
-                                                     Read(a, idx)), Cast(Scalar.F32, Ref(i))))
-    loops = (Loop(i, c(lower[0]), Binary(BinaryOp.ADD, c(lower[0] - 1), Ref(n))),
-             Loop(j, c(lower[1]), Binary(BinaryOp.ADD, c(lower[1] - 1), Ref(m))))
-    return Nest("twice", (a, b, n, m), loops, body)
-
-
-def nest3() -> Nest:
-    """for k, i, j: b[k, i, j] <- a[k, i, j] + k."""
-    a, b = var("a", array(Scalar.F64, 3)), var("b", array(Scalar.F64, 3))
-    p, n, m = var("p", I32), var("n", I32), var("m", I32)
-    k, i, j = var("k", I32), var("i", I32), var("j", I32)
-    idx = (Ref(k), Ref(i), Ref(j))
-    body = Store(b, idx, Binary(BinaryOp.ADD, Read(a, idx), Cast(Scalar.F64, Ref(k))))
-    loops = tuple(Loop(v, c(0), Binary(BinaryOp.SUB, Ref(e), c(1)))
-                  for v, e in ((k, p), (i, n), (j, m)))
-    return Nest("plus_k", (a, b, p, n, m), loops, body)
-
-
-def backends() -> list[Backend]:
-    out = [get_backend("interp")]
-    try:
-        out.append(get_backend("opencl"))
-    except BackendUnavailable:
-        pass
-    return out
+    """for i = lo0 .. lo0+n-1, j = lo1 .. lo1+m-1: b[i - lo0, j - lo1] <- 2 a[...] + i
+    (the nest of tests/test_tiling.py, contiguous in j)."""
+    return tiling_nest2("ij", lower)[0]
 
 
 # ----------------------------------------------------------------------------- TIL-10

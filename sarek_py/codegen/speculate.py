@@ -43,8 +43,6 @@ from sarek_py.ir.nodes import (
 from sarek_py.ir.typeof import scalar_type_of
 from sarek_py.ir.types import ArrayType, Scalar
 
-_WIDTH = {Scalar.I32: 32, Scalar.I64: 64}
-
 
 def _safe(e: Expr, ranges: Mapping[int, Range]) -> bool:
     """``e`` reads no memory, calls nothing and is defined in C for every value."""
@@ -70,8 +68,8 @@ def _safe(e: Expr, ranges: Mapping[int, Range]) -> bool:
             if op in (BinaryOp.DIV, BinaryOp.MOD) and t.is_int:
                 return int_range(b, ranges)[0] >= 1
             if op in (BinaryOp.SHL, BinaryOp.SHR):
-                return (isinstance(b, Const) and isinstance(b.value, int)
-                        and 0 <= b.value < _WIDTH.get(t, 0))
+                return (t.is_int and isinstance(b, Const) and isinstance(b.value, int)
+                        and 0 <= b.value < t.bits)
             return True
     return False
 

@@ -17,17 +17,47 @@ from collections.abc import Callable, Iterable, Sequence
 from sarek_py.fusion.affine_conditions import Constraint, Dnf, ge0
 from sarek_py.fusion.affine_fm import bounds_of
 from sarek_py.fusion.affine_forms import AffineCtx, AffineForm, Atom, to_affine
-from sarek_py.ir.nodes import Binary, BinaryOp, Cast, Const, Expr, Unary
+from sarek_py.ir.nodes import (
+    Binary,
+    BinaryOp,
+    Cast,
+    Const,
+    Expr,
+    If,
+    Let,
+    Stmt,
+    Unary,
+    Var,
+    iter_stmts,
+)
 from sarek_py.ir.typeof import type_of
 from sarek_py.ir.types import Scalar
 from sarek_py.ir.visit import iter_nodes
 
-__all__ = ["TYPE_RANGE", "WRAP_BOUND", "bound_check", "wrap_risk"]
+__all__ = ["TYPE_RANGE", "WRAP_BOUND", "bound_check", "tests_and_lets", "wrap_risk"]
 
 #: the bound a host test may impose on run-time atoms (sizes, host scalars)
 WRAP_BOUND = 2**28
 
 TYPE_RANGE = {Scalar.I32: (-(2**31), 2**31 - 1), Scalar.I64: (-(2**63), 2**63 - 1)}
+
+
+def tests_and_lets(body: Stmt) -> tuple[list[Expr], dict[Var, Expr]]:
+    """What a proof about ``body`` relies on besides subscripts: the condition of every
+    ``if`` and the value of every immutable ``let`` (in order), and the ``let``
+    definitions the analysis may see through."""
+    exprs: list[Expr] = []
+    defs: dict[Var, Expr] = {}
+    for s in iter_stmts(body):
+        match s:
+            case If(cond=c):
+                exprs.append(c)
+            case Let(var=v, value=val) if not v.mutable:
+                exprs.append(val)
+                defs[v] = val
+            case _:
+                pass
+    return exprs, defs
 
 
 def _range(a: Atom, bound: int | None) -> list[Constraint | bool]:

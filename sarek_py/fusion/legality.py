@@ -38,7 +38,7 @@ from sarek_py.fusion.affine import (
     store_sites,
     to_affine,
 )
-from sarek_py.fusion.affine_wrap import wrap_risk
+from sarek_py.fusion.affine_wrap import tests_and_lets, wrap_risk
 from sarek_py.fusion.epilogue import (
     Consumer,
     accesses_stmt,
@@ -74,6 +74,7 @@ from sarek_py.ir.nodes import (
     UnaryOp,
     Var,
     While,
+    iter_stmts,
 )
 from sarek_py.ir.printer import print_expr
 from sarek_py.ir.typeof import scalar_type_of, type_of
@@ -619,19 +620,11 @@ def _may_wrap(body: Stmt, arr: Var, ctx: AffineCtx, threads: AffineForm) -> Expr
     value of ``body`` that is affine but not proved to stay within its type for every
     thread ``0 <= g < threads`` and every value of the other atoms (LEG-6 on the symbolic
     path, by AFF-17: the interpreter and the devices wrap, the affine analysis does not)."""
-    exprs: list[Expr] = []
-    defs: dict[Var, Expr] = dict(ctx.defs)
-    for n in iter_nodes(body):
-        match n:
-            case Store(array=a, index=ix) if a == arr:
-                exprs.extend(ix)
-            case If(cond=c):
-                exprs.append(c)
-            case Let(var=v, value=e) if not v.mutable:
-                exprs.append(e)
-                defs[v] = e
-            case _:
-                pass
+    exprs = [ix for s in iter_stmts(body) if isinstance(s, Store) and s.array == arr
+             for ix in s.index]
+    tests, lets = tests_and_lets(body)
+    exprs += tests
+    defs = {**ctx.defs, **lets}
     known: list[Constraint | bool] = [ge0(threads - 1)]
     for name in sorted(GLOBAL_IDS):
         g = AffineForm.of_atom(Intrinsic(name))

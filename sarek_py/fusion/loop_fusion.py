@@ -39,7 +39,7 @@ from sarek_py.fusion.affine import (
     to_dnf,
 )
 from sarek_py.fusion.affine_paths import accesses
-from sarek_py.fusion.affine_wrap import WRAP_BOUND, bound_check, wrap_risk
+from sarek_py.fusion.affine_wrap import WRAP_BOUND, bound_check, tests_and_lets, wrap_risk
 from sarek_py.fusion.cost import DEFAULT_THRESHOLD, CostDecision, CostItem, decide, operations
 from sarek_py.fusion.effects import Effects, effects
 from sarek_py.fusion.inline import inline_stmt, self_contained
@@ -430,17 +430,7 @@ def _no_wrap(p: ParFor, c: ParFor, body: Stmt, inter: tuple[Intermediate, ...],
     When that holds only for host scalars and sizes within ``WRAP_BOUND``, gives the host
     test of it (run with the bounds check of LF-8); when not even then, refuses."""
     mine = {i.array for i in inter}
-    defs: dict[Var, Expr] = {}
-    cexprs: list[Expr] = []
-    for s in iter_stmts(body):
-        match s:
-            case If(cond=cond):
-                cexprs.append(cond)
-            case Let(var=v, value=val) if not v.mutable:
-                cexprs.append(val)
-                defs[v] = val
-            case _:
-                pass
+    cexprs, defs = tests_and_lets(body)
     for e in iter_exprs(body):
         if isinstance(e, Read) and e.array in mine:
             cexprs.extend(e.index)

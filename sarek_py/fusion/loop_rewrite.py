@@ -35,7 +35,7 @@ from sarek_py.ir.nodes import (
 )
 from sarek_py.ir.typeof import type_of
 from sarek_py.ir.types import ArrayType, Scalar
-from sarek_py.ir.visit import map_node, substitute
+from sarek_py.ir.visit import map_node, substitute, var_names
 from sarek_py.launch.program import (
     Allocate,
     Attr,
@@ -50,7 +50,6 @@ from sarek_py.launch.program import (
     LoopIndex,
     ParFor,
     Program,
-    all_var_names,
     block,
     iter_host,
 )
@@ -224,7 +223,7 @@ class ProgramBuilder:
 
     def build(self) -> Program:
         # every name of the program, loop variables and kernel names included (LF-14)
-        self.taken |= all_var_names(self.program)
+        self.taken |= var_names(self.program)
         body = self.scope(self.program.body)
         top = self.decls
         procs = []

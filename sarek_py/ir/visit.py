@@ -65,16 +65,21 @@ def iter_nodes(node: Expr | Stmt) -> Iterator[Expr | Stmt]:
         yield from iter_nodes(c)
 
 
-def var_names(*nodes: Expr | Stmt) -> set[str]:
-    """The name of every variable ``nodes`` mention, free or bound (what a new name must
-    avoid for the printed text to read back the same)."""
+def var_names(*nodes: object) -> set[str]:
+    """The name of every variable anywhere in ``nodes`` (IR nodes, kernels, and any other
+    ``attrs`` tree over them, such as a host program): declared, bound or only used. What
+    a new name must avoid for the printed text to read back the same."""
     out: set[str] = set()
-    for root in nodes:
-        for n in iter_nodes(root):
-            for f in attrs.fields(type(n)):
-                v = getattr(n, f.name)
-                if isinstance(v, Var):
-                    out.add(v.name)
+    stack: list[object] = list(nodes)
+    while stack:
+        y = stack.pop()
+        if isinstance(y, Var):
+            out.add(y.name)
+        elif isinstance(y, (tuple, frozenset)):
+            stack.extend(y)
+        elif attrs.has(type(y)):
+            stack.extend(getattr(y, f.name) for f in attrs.fields(type(y))  # type: ignore[arg-type]
+                         if f.name != "loc")
     return out
 
 

@@ -78,7 +78,17 @@ from sarek_py.launch.program import (
     named_vars,
 )
 from sarek_py.launch.runtime.base import can_stop, written_arrays
-from sarek_py.launch.tiling import Loop, Nest
+from sarek_py.launch.tiling import (
+    TILE,
+    Loop,
+    Nest,
+    TilingRefused,
+    product,
+    row_count_expr,
+    row_nest,
+    rows_pad_too_much_expr,
+    tile_nest,
+)
 
 #: bytes of private arrays per thread kept in thread memory (OFF-6)
 STACK_BUDGET = 1024
@@ -107,14 +117,15 @@ def _extent(start: Expr, stop: Expr) -> Expr:
     return Binary(BinaryOp.ADD, Binary(BinaryOp.SUB, stop, start), Const(1, Scalar.I32))
 
 
+def _extents(loop: ParFor) -> list[Expr]:
+    """Each index's number of iterations, an ``i64``, zero when empty."""
+    return [Intrinsic("max", (_extent64(ix.start, ix.stop), Const(0, Scalar.I64)))
+            for ix in loop.indices]
+
+
 def thread_count(loop: ParFor) -> Expr:
     """OFF-1: the number of iterations, an ``i64``; zero when a dimension is empty."""
-    total: Expr | None = None
-    for ix in loop.indices:
-        n = Intrinsic("max", (_extent64(ix.start, ix.stop), Const(0, Scalar.I64)))
-        total = n if total is None else Binary(BinaryOp.MUL, total, n)
-    assert total is not None
-    return total
+    return product(_extents(loop))
 
 
 def _check_lowerable(loop: ParFor) -> None:
@@ -304,8 +315,6 @@ class _Offloader:
         of ``block`` iterations of its contiguous dimension (TIL-10) when whole rows pad
         the nest by at most ``MAX_ROW_PADDING``, by ``flat`` otherwise: the host tests it
         at each execution (TIL-11). Any other loop: ``flat`` itself."""
-        from sarek_py.launch.tiling import MAX_ROW_PADDING, TilingRefused, row_nest
-
         if len(s.indices) < 2:
             return flat
         nest = _nest(s, flat_kernel, host, self.fresh(f"{flat_kernel.name}_rows"))
@@ -314,23 +323,9 @@ class _Offloader:
         except TilingRefused:
             return flat
         kernel = attrs.evolve(rk.kernel, helpers=flat_kernel.helpers, loc=s.loc)
-        block = Const(self.block_size, Scalar.I64)
-        padded: Expr | None = None
-        for d, ix in enumerate(s.indices):
-            e: Expr = Intrinsic("max", (_extent64(ix.start, ix.stop), Const(0, Scalar.I64)))
-            if d == rk.contiguous:
-                e = Binary(BinaryOp.MUL, Binary(BinaryOp.DIV, Binary(
-                    BinaryOp.ADD, e, Const(self.block_size - 1, Scalar.I64)), block), block)
-            padded = e if padded is None else Binary(BinaryOp.MUL, padded, e)
-        assert padded is not None
-        total = flat.thread_count
-        # flat when nothing runs or whole rows pad by more than MAX_ROW_PADDING (TIL-11):
-        # (padded - total) * den > total * num
-        num, den = MAX_ROW_PADDING.numerator, MAX_ROW_PADDING.denominator
-        too_much = Binary(BinaryOp.OR, Binary(BinaryOp.EQ, total, Const(0, Scalar.I64)),
-                          Binary(BinaryOp.GT, Binary(BinaryOp.MUL, Binary(
-                              BinaryOp.SUB, padded, total), Const(den, Scalar.I64)),
-                              Binary(BinaryOp.MUL, total, Const(num, Scalar.I64))))
+        extents = _extents(s)
+        padded = row_count_expr(rk, extents, self.block_size)
+        too_much = rows_pad_too_much_expr(rk, extents, self.block_size)
         args: list[Expr] = [Ref(v) for v in host]
         args += [ix.start for ix in s.indices] + [ix.stop for ix in s.indices]
         self.kernels.append(kernel)
@@ -343,8 +338,6 @@ class _Offloader:
         """OFF-10: a nest of two or more dimensions without a reduction, launched in tiles
         of 32 × (block / 32) iterations or flat, as the host decides at the launch
         (:mod:`sarek_py.launch.tiling`); ``None`` when it cannot be tiled."""
-        from sarek_py.launch.tiling import TILE, TilingRefused, tile_nest
-
         rank = len(s.indices)
         rows = self.block_size // TILE
         if rank < 2 or self.block_size % TILE or rows < 1:
@@ -355,8 +348,7 @@ class _Offloader:
         except TilingRefused:
             return None
         kernel = attrs.evolve(tk.kernel, helpers=flat_kernel.helpers, loc=s.loc)
-        exts = [Intrinsic("max", (_extent64(ix.start, ix.stop), Const(0, Scalar.I64)))
-                for ix in s.indices]
+        exts = _extents(s)
         total: Expr = exts[0]
         padded: Expr | None = None
         for d, e in enumerate(exts):

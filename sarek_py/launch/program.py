@@ -349,24 +349,6 @@ def iter_host(s: HostStmt) -> Iterator[HostStmt]:
         yield from iter_host(c)
 
 
-def all_var_names(x: object) -> set[str]:
-    """The name of every variable anywhere in ``x`` (a program, procedure, statement or
-    kernel node): declared, bound by a loop or a ``let``, or only used. A name a rewrite
-    adds must avoid all of them for the printed program to read back the same."""
-    out: set[str] = set()
-    stack: list[object] = [x]
-    while stack:
-        y = stack.pop()
-        if isinstance(y, Var):
-            out.add(y.name)
-        elif isinstance(y, (tuple, frozenset)):
-            stack.extend(y)
-        elif attrs.has(type(y)):
-            stack.extend(getattr(y, f.name) for f in attrs.fields(type(y))  # type: ignore[arg-type]
-                         if f.name != "loc")
-    return out
-
-
 def is_array(v: Var) -> bool:
     return isinstance(v.type, ArrayType)
 

@@ -26,7 +26,7 @@ branch on a flag was measured to stop PoCL's work-group vectorizer, TIL-11).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -164,6 +164,24 @@ def _bin(op: BinaryOp, a: Expr, b: Expr) -> Binary:
     return Binary(op, a, b)
 
 
+def _bind_loop_vars(loops: tuple[Loop, ...], z: list[Var], body: Stmt) -> Stmt:
+    """``body`` under each loop variable bound to its lower bound plus its zero-based
+    coordinate ``z`` (converted to the variable's type: checked against its extent
+    first, TIL-6, TIL-7)."""
+    for lp, zd in reversed(list(zip(loops, z, strict=True))):
+        zc: Expr = Ref(zd) if lp.var.scalar is Scalar.I64 else Cast(lp.var.scalar, Ref(zd))
+        body = Let(lp.var, _bin(BinaryOp.ADD, lp.lower, zc), body)
+    return body
+
+
+def _bind_extents(loops: tuple[Loop, ...], ext: list[Var], body: Stmt) -> Stmt:
+    """``body`` under each extent ``upper - lower + 1``, in ``i64`` (TIL-7)."""
+    for lp, n in reversed(list(zip(loops, ext, strict=True))):
+        body = Let(n, _bin(BinaryOp.ADD, _bin(BinaryOp.SUB, _i64(lp.upper), _i64(lp.lower)),
+                           _c64(1)), body)
+    return body
+
+
 def _taken(nest: Nest) -> set[str]:
     """The names the kernel of ``nest`` already uses (parameters, locals, loop variables,
     every variable of the body): its own new names avoid them, so that its printed text
@@ -226,22 +244,13 @@ def tile_nest(nest: Nest) -> TiledKernel:
     for d in range(k):
         outside = _bin(BinaryOp.OR, outside, _bin(BinaryOp.GE, Ref(z[d]), Ref(ext[d])))
     # only then are the lower bounds added: lower + z <= upper cannot overflow
-    body: Stmt = nest.body
-    for d in reversed(range(k)):
-        lv = loops[d].var
-        ty_d = lv.scalar
-        zc: Expr = Ref(z[d]) if ty_d is Scalar.I64 else Cast(ty_d, Ref(z[d]))
-        body = Let(lv, _bin(BinaryOp.ADD, loops[d].lower, zc), body)
+    body = _bind_loop_vars(loops, z, nest.body)
     main = seq(
         If(Ref(flat), flat_branch, tiled_branch),
         If(outside, Return()),
         body,
     )
-    # extents: upper - lower + 1 in 64 bits, zero for an empty loop
-    for d in reversed(range(k)):
-        n = _bin(BinaryOp.ADD, _bin(BinaryOp.SUB, _i64(loops[d].upper), _i64(loops[d].lower)),
-                 _c64(1))
-        main = Let(ext[d], n, main)
+    main = _bind_extents(loops, ext, main)
     main = Let(t, _bin(BinaryOp.ADD, _bin(BinaryOp.MUL, _i64(Intrinsic("block_idx_x")),
                                           _i64(Intrinsic("block_dim_x"))),
                        _i64(Intrinsic("thread_idx_x"))), main)
@@ -341,11 +350,7 @@ def row_nest(nest: Nest) -> RowKernel:
     outside: Expr = _bin(BinaryOp.GT, Ref(place[order[-1]]), _c64(0))
     for d in range(k):
         outside = _bin(BinaryOp.OR, outside, _bin(BinaryOp.GE, Ref(z[d]), Ref(ext[d])))
-    body: Stmt = nest.body
-    for d in reversed(range(k)):
-        lv = loops[d].var
-        zc: Expr = Ref(z[d]) if lv.scalar is Scalar.I64 else Cast(lv.scalar, Ref(z[d]))
-        body = Let(lv, _bin(BinaryOp.ADD, loops[d].lower, zc), body)
+    body = _bind_loop_vars(loops, z, nest.body)
     main: Stmt = seq(If(outside, Return()), body)
     # the other coordinates from the block's place, the next dimension fastest; each
     # place_d is what is left of the block index above dimension d
@@ -360,27 +365,49 @@ def row_nest(nest: Nest) -> RowKernel:
         _i64(Intrinsic("thread_idx_x"))), main)
     main = Let(rows_c, _bin(BinaryOp.DIV, _bin(BinaryOp.SUB, _bin(
         BinaryOp.ADD, Ref(ext[contiguous]), width), _c64(1)), width), main)
-    for d in reversed(range(k)):
-        n = _bin(BinaryOp.ADD, _bin(BinaryOp.SUB, _i64(loops[d].upper), _i64(loops[d].lower)),
-                 _c64(1))
-        main = Let(ext[d], n, main)
+    main = _bind_extents(loops, ext, main)
     kernel = Kernel(nest.name, nest.params, nest.locals, main)
     return RowKernel(kernel, nest, contiguous)
 
 
+def product(factors: Sequence[Expr]) -> Expr:
+    """``f0 * f1 * …`` (left to right) of one or more ``i64`` factors."""
+    out = factors[0]
+    for f in factors[1:]:
+        out = _bin(BinaryOp.MUL, out, f)
+    return out
+
+
+def row_count_expr(rk: RowKernel, extents: Sequence[Expr], block: int) -> Expr:
+    """The thread count of a rows launch as a host expression over the nest's extents
+    (``i64``, at least 0): whole rows of ``block`` along the contiguous dimension times
+    the other extents (TIL-10)."""
+    return product([_bin(BinaryOp.MUL, _bin(BinaryOp.DIV, _bin(BinaryOp.ADD, e, _c64(block - 1)),
+                                            _c64(block)), _c64(block))
+                    if d == rk.contiguous else e for d, e in enumerate(extents)])
+
+
+def rows_pad_too_much_expr(rk: RowKernel, extents: Sequence[Expr], block: int) -> Expr:
+    """TIL-11 as a host expression: the flat kernel runs instead when nothing runs, or
+    when whole rows pad the nest by more than ``MAX_ROW_PADDING``:
+    ``total == 0 || (rows - total) * den > total * num``."""
+    total = product(extents)
+    padded = row_count_expr(rk, extents, block)
+    num, den = MAX_ROW_PADDING.numerator, MAX_ROW_PADDING.denominator
+    return _bin(BinaryOp.OR, _bin(BinaryOp.EQ, total, _c64(0)),
+                _bin(BinaryOp.GT, _bin(BinaryOp.MUL, _bin(BinaryOp.SUB, padded, total),
+                                       _c64(den)), _bin(BinaryOp.MUL, total, _c64(num))))
+
+
+def _known(extents: tuple[int, ...]) -> list[Expr]:
+    return [_c64(max(n, 0)) for n in extents]
+
+
 def row_count(rk: RowKernel, extents: tuple[int, ...], block: int = 256) -> int:
-    """The thread count of a rows launch: whole rows of ``block`` (TIL-10)."""
-    count = 1
-    for d, n in enumerate(extents):
-        n = max(n, 0)
-        count *= -(-n // block) * block if d == rk.contiguous else n
-    return count
+    """:func:`row_count_expr` at known extents."""
+    return int(host_eval(row_count_expr(rk, _known(extents), block), {}))
 
 
 def rows_pad_too_much(rk: RowKernel, extents: tuple[int, ...], block: int = 256) -> bool:
-    """TIL-11: whether the host should launch the flat kernel instead: nothing runs, or
-    whole rows would pad the nest by more than ``MAX_ROW_PADDING``."""
-    total = 1
-    for n in extents:
-        total *= max(n, 0)
-    return total == 0 or row_count(rk, extents, block) - total > total * MAX_ROW_PADDING
+    """:func:`rows_pad_too_much_expr` at known extents."""
+    return bool(host_eval(rows_pad_too_much_expr(rk, _known(extents), block), {}))

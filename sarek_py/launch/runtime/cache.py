@@ -33,44 +33,10 @@ K = TypeVar("K")
 DEFAULT_LIMIT = 512
 
 
-class IdentityCache(Generic[K, T]):
-    """Values computed once per object, looked up by identity (the entry holds the object,
-    so its ``id`` is not reused while the entry lives)."""
-
-    def __init__(self, make: Callable[[K], T], limit: int = DEFAULT_LIMIT) -> None:
-        self._make = make
-        self._limit = limit
-        self._entries: OrderedDict[int, tuple[K, T]] = OrderedDict()
-        #: lookups answered from the cache, and values computed
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key_object: K) -> T:
-        """The value for ``key_object``, computed at its first lookup."""
-        key = id(key_object)
-        hit = self._entries.get(key)
-        if hit is not None and hit[0] is key_object:
-            self.hits += 1
-            self._entries.move_to_end(key)
-            return hit[1]
-        value = self._make(key_object)
-        self.misses += 1
-        self._entries[key] = (key_object, value)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self._limit:
-            self._entries.popitem(last=False)
-        return value
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def clear(self) -> None:
-        self._entries.clear()
-
-
 class LruCache(Generic[K, T]):
     """A dict of at most ``limit`` entries by hashable key; the least recently used goes
-    first (the source-keyed caches of built programs, LCH-17)."""
+    first (the source-keyed caches of built programs, LCH-17). ``get`` answers ``None``
+    for a key it does not hold, so a value is never ``None``."""
 
     def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
         self._limit = limit
@@ -87,6 +53,35 @@ class LruCache(Generic[K, T]):
         self._entries.move_to_end(key)
         while len(self._entries) > self._limit:
             self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+class IdentityCache(Generic[K, T]):
+    """Values computed once per object, looked up by identity (the entry holds the object,
+    so its ``id`` is not reused while the entry lives), in an :class:`LruCache`."""
+
+    def __init__(self, make: Callable[[K], T], limit: int = DEFAULT_LIMIT) -> None:
+        self._make = make
+        self._entries: LruCache[int, tuple[K, T]] = LruCache(limit)
+        #: lookups answered from the cache, and values computed
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key_object: K) -> T:
+        """The value for ``key_object``, computed at its first lookup."""
+        hit = self._entries.get(id(key_object))
+        if hit is not None and hit[0] is key_object:
+            self.hits += 1
+            return hit[1]
+        value = self._make(key_object)
+        self.misses += 1
+        self._entries.put(id(key_object), (key_object, value))
+        return value
 
     def __len__(self) -> int:
         return len(self._entries)
