@@ -86,8 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--numbering", choices=NUMBERINGS, default="rows",
                     help="how a launch's threads number a nest's iterations (OFF-10)")
+    ap.add_argument("--unchecked", action="store_true",
+                    help="kernels without bounds checks (CG-24), as measured before CG-22")
     args = ap.parse_args(argv)
     backend = get_backend(args.backend)
+    backend.checked = not args.unchecked
     progs = variants(args.block, args.numbering)
     preset = {"nx": args.size, "ny": args.size, "nt": args.steps}
     for p in progs.values():  # compile every kernel
@@ -127,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
             "kernels wall": med(kernel_times, 0), "kernels cpu": med(kernel_times, 1)}
     bests = {"program cpu": best(times, 1), "kernels cpu": best(kernel_times, 1)}
     print(f"advection-diffusion {args.size}x{args.size}, {args.steps} steps, "
-          f"backend {backend.name}, block {args.block}, numbering {args.numbering}, median of {args.repeat} (seconds)")
+          f"backend {backend.name}, block {args.block}, numbering {args.numbering}, "
+          f"{'unchecked' if args.unchecked else 'bounds-checked'} accesses, "
+          f"median of {args.repeat} (seconds)")
     print(f"  {'variant':<11} {'launches':>8}" + "".join(f"{c:>14}" for c in cols))
     for name in progs:
         print(f"  {name:<11} {counts[name]:8d}"

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import math
 import os
 import re
 import sys
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
+from sarek_py.ir.alloc import check_bytes
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.nodes import Kernel, Module
 from sarek_py.ir.types import ArrayType, Scalar
@@ -97,14 +99,15 @@ def read_source(path: str) -> str:
     if path == "-":
         if "<stdin>" in _SOURCES:
             return _SOURCES["<stdin>"]
-        data = sys.stdin.buffer.read()
+        data = read_capped(sys.stdin.buffer, "standard input")
         name = "<stdin>"
     else:
         p = Path(path)
         if p.is_dir():
             raise SarekError(f"cannot read '{path}': it is a directory")
         try:
-            data = p.read_bytes()
+            with p.open("rb") as f:
+                data = read_capped(f, f"'{path}'")
         except FileNotFoundError:
             raise SarekError(f"cannot read '{path}': no such file") from None
         except OSError as exc:
@@ -113,6 +116,20 @@ def read_source(path: str) -> str:
     text = decode_source(data, name)
     _SOURCES[name] = text
     return text
+
+
+#: the largest input file read (CLI-16): an endless input (a device, a pipe) stops there
+MAX_INPUT_BYTES = 16 << 20
+
+
+def read_capped(f: Any, what: str) -> bytes:
+    """All bytes of the binary stream ``f``, or a :class:`SarekError` when it holds more
+    than :data:`MAX_INPUT_BYTES` (without reading further)."""
+    data: bytes = f.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise SarekError(f"cannot read {what}: longer than {MAX_INPUT_BYTES >> 20} MiB (the "
+                         "largest input sarek-py reads)")
+    return data
 
 
 #: a line that starts a host program (specs/host-program.md, HP-10)
@@ -305,11 +322,32 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                         "runtime of sarek_py.launch.runtime")
     p.add_argument("--no-race-check", action="store_true",
                    help="do not report data races (interpreter)")
+    p.add_argument("--unchecked", action="store_true",
+                   help="opencl/cuda: emit kernels without bounds checks (for benchmarks; "
+                        "an out-of-bounds access then corrupts memory; CG-24)")
+
+
+def apply_unchecked(args: argparse.Namespace) -> None:
+    """``run --unchecked`` (CG-24): the device backends named by ``--backend`` (and
+    ``--compare``) emit their kernels without bounds checks; refused for the interpreter,
+    which always checks."""
+    if not getattr(args, "unchecked", False):
+        return
+    names = [args.backend, *([args.compare] if getattr(args, "compare", None) else [])]
+    if all(n == "interp" for n in names):
+        raise UsageError("--unchecked: the interpreter always checks its accesses; the flag "
+                         "applies to --backend opencl or cuda")
+    from sarek_py.launch.runtime import get_backend
+
+    for n in names:
+        if n != "interp":
+            get_backend(n).checked = False
 
 
 @command("run", "run a kernel (of a .sk or .py file) on random inputs, or a host program, "
                 "and print a digest of every array", _configure_run)
 def _run(args: argparse.Namespace) -> int:
+    apply_unchecked(args)
     target = run_target(args)
     if not isinstance(target, Kernel):
         result = run_program_args(target, args, args.backend)
@@ -387,16 +425,15 @@ def program_preset(p: Program, sizes: Sequence[tuple[str, tuple[int, ...]]]) -> 
 
 def run_program_args(p: Program, args: argparse.Namespace, backend: str) -> Any:
     """Run host program ``p`` (HP-13) with ``--size`` presets, its parallel loops and
-    launches on ``backend`` (``interp``: the reference interpreter); the ``HostResult``."""
-    from sarek_py.launch.host_interp import run_program
+    launches on ``backend`` (``interp``: the reference interpreter; a device backend runs
+    the offloaded program, HP-17); the ``HostResult`` with its ``executor``."""
+    from sarek_py.launch.program_backend import run_program_on
 
     preset = program_preset(p, args.size)
-    device = None
-    if backend != "interp":
-        from sarek_py.launch.runtime import get_backend
-
-        device = get_backend(backend)
-    return run_program(p, preset, backend=device, check_races=not args.no_race_check)
+    # HP-17: on a device backend the parallel loops run there too (offloaded), never on
+    # the interpreter; the result names its executor
+    result, executor = run_program_on(p, backend, preset, check_races=not args.no_race_check)
+    return attrs.evolve(result, executor=executor)
 
 
 def describe_program_run(p: Program, result: Any) -> list[str]:
@@ -466,6 +503,13 @@ def make_inputs(k: Kernel, sizes: dict[str, tuple[int, ...]], threads: int,
             raise UsageError(f"--size {name}: kernel '{k.name}' has no parameter '{name}'")
     rng = np.random.default_rng(seed)
     args: dict[str, Any] = {}
+    for p in k.params:  # the sizes first: refuse what memory cannot hold (INT-23)
+        if isinstance(p.type, ArrayType):
+            shape = _shape(p.name, p.type.shape, sizes.get(p.name), threads)
+            # drawing floats goes through float64: 8 bytes an element, then the array
+            check_bytes(math.prod(shape) * (8 + p.type.elem.dtype.itemsize),
+                        f"the random input '{p.name}' ({'x'.join(map(str, shape))} "
+                        "elements)")
     for p in k.params:
         given = sizes.get(p.name)
         t = p.type
@@ -577,7 +621,10 @@ def main(argv: list[str] | None = None) -> int:
     cmd: Command = args._command
     _SOURCES.clear()
     try:
-        return cmd.run(args)
+        # every subcommand runs on a deep stack: programs nest up to MAX_DEPTH levels
+        from sarek_py.ir.deep import call_deep
+
+        return call_deep(cmd.run, args)
     except UsageError as exc:
         args._parser.print_usage(sys.stderr)
         print(f"{PROG} {cmd.name}: error: {exc}", file=sys.stderr)

@@ -1,7 +1,9 @@
 """The C the emitters write (specs/codegen.md, CG-1 … CG-14).
 
 What the C *computes* is checked against the interpreter in test_codegen_exact.py; here
-the text itself, the names, the ABI, and nvcc's PTX.
+the text itself, the names, the ABI, and nvcc's PTX. The text of each rule is checked as
+written without bounds checks (``checked=False``, CG-24), so that it shows that rule alone;
+the checked accesses (CG-22, CG-23) have their own tests in test_device_safety.py.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sarek_py.codegen import CUDA, OPENCL, CodegenError, cstyle, emit, emit_cuda, emit_opencl
+from sarek_py.codegen import CUDA, OPENCL, CodegenError, Emitted, cstyle
+from sarek_py.codegen import emit as emit_checked
+from sarek_py.codegen import emit_cuda as emit_cuda_checked
+from sarek_py.codegen import emit_opencl as emit_opencl_checked
 from sarek_py.codegen.nvcc import EXACT_FLAGS, compile_ptx, find_nvcc
 from sarek_py.codegen.opencl import BUILD_OPTIONS
 from sarek_py.ir.intrinsics import TRANSCENDENTAL
@@ -49,6 +54,19 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed here
 
 def kernel(name: str) -> Kernel:
     return MODULE.kernel(name)
+
+
+def emit(k: Kernel, d: cstyle.Dialect) -> Emitted:
+    """The C of ``k`` without bounds checks (CG-24): the text each rule here is about."""
+    return emit_checked(k, d, checked=False)
+
+
+def emit_cuda(k: Kernel) -> str:
+    return emit_cuda_checked(k, checked=False)
+
+
+def emit_opencl(k: Kernel) -> str:
+    return emit_opencl_checked(k, checked=False)
 
 
 def examples() -> list[Kernel]:

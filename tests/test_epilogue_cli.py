@@ -14,7 +14,11 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "scale_relu.sk"
 
 GOLDEN_SCALE_RELU = """\
-kernel scale_relu(p_x : f32[], p_tmp : f32[], p_a : f32, p_n : i32, c_y : f32[], c_n : i32, ep_tc : i32) =
+// launch conditions of scale_relu, checked at every launch (specs/fusion-legality.md LEG-13 .. LEG-16):
+// - launch it on scale's thread count and block size, with scale's arguments and ep_tc = relu's thread count; each launch proves again that scale stores every element of p_tmp in [0, ep_tc) exactly once
+// - array arguments p_x, p_tmp, c_y: separate buffers that do not overlap
+kernel scale_relu(p_x : f32[], p_tmp : f32[], p_a : f32, p_n : i32, c_y : f32[], c_n : i32, ep_tc : i32)
+  requires fused(scale, relu, p_tmp, ep_tc) =
   let p_i = global_thread_id in
   if p_i < p_n then (
     let ep_t = p_i in
@@ -72,7 +76,7 @@ def test_ef14_fuse_golden_scale_relu(capsys: pytest.CaptureFixture[str]) -> None
 def test_ef14_fuse_options(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["fuse", str(EXAMPLE), "--producer", "scale", "--consumer", "relu",
                         "--shared", "tmp=tmp", "--array", "tmp", "--name", "sr"], capsys)
-    assert code == 0 and out == GOLDEN_SCALE_RELU.replace("scale_relu(", "sr(")
+    assert code == 0 and out == GOLDEN_SCALE_RELU.replace("scale_relu", "sr")
 
 
 def test_ef14_fuse_refusal_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
@@ -106,7 +110,8 @@ def test_leg11_explain_program(tmp_path: Path, capsys: pytest.CaptureFixture[str
         "scale_relu -> bias: fused into scale_relu_bias",
         "-- not fused across: host assignment to n",
         "relu -> bias: not fused: [LEG-3] relu: the producer stores 10 of the 11 elements "
-        "of y that the consumer reads",
+        "[0, 11) of y over which bias's 11 threads are launched (element 10 is not stored); "
+        f"fused, the consumer's body runs only right after a store (at {f}:13:5)",
     ]
 
 
@@ -138,11 +143,13 @@ def test_leg11_explain_launches_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 0
     assert out.splitlines() == [
         "scale -> relu: fused into scale_relu",
-        "scale_relu -> relu: not fused: [LEG-7] consumer relu writes y, which producer "
-        "scale_relu reads",
+        # relu's y is the host t, which the fused kernel reads as scale's tmp
+        "scale_relu -> relu: not fused: [LEG-7] consumer relu writes y, the buffer producer "
+        f"scale_relu reads as tmp (at {sk}:13:5)",
         # relu's n threads against scale's 100: no relation between them is known
         "relu -> scale: not fused: [LEG-12] relu: for symbolic counts, not every element "
-        "of [0, count) is proved to be stored (of y)",
+        "of [0, count) is proved to be stored (of y; count: the consumer's thread count "
+        f"100, threads: the producer's n) (at {sk}:13:5)",
         "scale -> relu: fused into scale_relu",
     ]
     bad = tmp_path / "bad.launches"

@@ -70,7 +70,8 @@ def test_leg1_launch_record_and_bindings() -> None:
 
 def test_leg1_buffer_identity_of_numpy_views() -> None:
     a = np.zeros(10, np.float32)
-    assert buffer_key(a) == buffer_key(a[:]) == buffer_key(a[:5])
+    assert buffer_key(a) == buffer_key(a[:]) != buffer_key(a[:5])  # LEG-1: same range only
+    assert buffer_key(a) != buffer_key(a.view(np.int32))  # same memory, another dtype
     assert buffer_key(a) != buffer_key(a[1:]) and buffer_key(a) != buffer_key(a[::2])
     assert buffer_key(a) != buffer_key(a.copy())
     assert buffer_key("Y") == buffer_key("Y") != buffer_key("Z")
@@ -264,10 +265,10 @@ def test_leg5_control_flow(body: str, legal: bool, rule: str | None) -> None:
 
 def test_leg6_overflow_is_not_affine() -> None:
     body = "  if i < n then y[i * 1000000000 - i * 1000000000 + i] <- x[i]"
-    assert verdict(body, 4, 4, p_args={"n": 4}) == "LEG-2"  # i * 1e9 wraps for i >= 3
+    assert verdict(body, 4, 4, p_args={"n": 4}) == "LEG-6"  # i * 1e9 wraps for i >= 3
     assert verdict(body, 2, 2, p_args={"n": 2}) is None      # …but not below
     big = "  if i < n then y[i + 2147483000] <- x[i]"
-    assert verdict(big, 1000, 10, p_args={"n": 10}) == "LEG-2"
+    assert verdict(big, 1000, 10, p_args={"n": 10}) == "LEG-6"
 
 
 # ------------------------------------------------------------------------------- LEG-7

@@ -339,11 +339,16 @@ class _FakeDriver:
         def name(self) -> str:
             return "Fake GPU"
 
-        def get_attribute(self, _attr: Any) -> int:
-            return 1024
+        def get_attribute(self, attr: Any) -> int:
+            # a real GPU's figures (sm_80): LCH-21 checks launches against them
+            return {"max threads": 1024, "max block x": 1024, "max grid x": 2**31 - 1,
+                    "max shared": 49152}[attr]
 
     class device_attribute:  # noqa: N801 (pycuda's spelling)
         MAX_THREADS_PER_BLOCK = "max threads"
+        MAX_BLOCK_DIM_X = "max block x"
+        MAX_GRID_DIM_X = "max grid x"
+        MAX_SHARED_MEMORY_PER_BLOCK = "max shared"
 
     class Context:
         syncs = 0
@@ -402,9 +407,10 @@ def test_lch14_cuda_backend_glue_with_a_fake_driver(monkeypatch: pytest.MonkeyPa
     assert len(fake.modules) == 1 and b"fma.rn" not in fake.modules[0]
     (values, kw), = fake.launches
     assert kw == {"block": (128, 1, 1), "grid": (3, 1)}
-    # x, its extent, y, its extent, a, n, the thread count: the ABI's order and C types
+    # x, its extent, y, its extent, a, n, the thread count, the bounds-check record
+    # (CG-22): the ABI's order and C types
     assert [type(v).__name__ for v in values] == [
-        "ndarray", "int32", "ndarray", "int32", "float32", "int32", "int64"]
+        "ndarray", "int32", "ndarray", "int32", "float32", "int32", "int64", "ndarray"]
     assert values[1] == 300 and values[4] == np.float32(1.5) and values[6] == 300
     assert values[0][: 300 * 4].view(np.float32).tolist() == args["x"].tolist()
     be.run_kernel(M.kernel("saxpy"), saxpy_args(300), 300, 128)

@@ -8,14 +8,16 @@ from sarek_py.codegen.opencl import OPENCL
 from sarek_py.ir.nodes import Kernel
 
 
-def emit_cuda(kernel: Kernel) -> str:
-    """CUDA C source of ``kernel`` (``extern "C" __global__``), helpers first."""
-    return emit(kernel, CUDA).source
+def emit_cuda(kernel: Kernel, *, checked: bool = True) -> str:
+    """CUDA C source of ``kernel`` (``extern "C" __global__``), helpers first; accesses
+    bounds-checked unless ``checked=False`` (CG-22)."""
+    return emit(kernel, CUDA, checked=checked).source
 
 
-def emit_opencl(kernel: Kernel) -> str:
-    """OpenCL C source of ``kernel`` (``__kernel``), helpers first."""
-    return emit(kernel, OPENCL).source
+def emit_opencl(kernel: Kernel, *, checked: bool = True) -> str:
+    """OpenCL C source of ``kernel`` (``__kernel``), helpers first; accesses bounds-checked
+    unless ``checked=False`` (CG-22)."""
+    return emit(kernel, OPENCL, checked=checked).source
 
 
 __all__ = ["CUDA", "OPENCL", "CodegenError", "Emitted", "KernelAbi", "emit", "emit_cuda",

@@ -11,6 +11,9 @@ indents by two spaces, and gives the C the interpreter's meaning (CG-5 … CG-12
   before the body, or in the kernel's own leading guard when what precedes it is safe to
   run for them (kernels without a barrier, CG-21);
 * a kernel that can ``stop`` gets a hidden ``sarek_stop`` buffer, one ``int`` per thread;
+* by default every array access not proven in bounds is checked (CG-22, CG-23): a fault
+  touches no memory and is recorded in a hidden ``sarek_oob`` buffer
+  (:mod:`sarek_py.codegen.bounds`); ``checked=False`` is the opt-out (CG-24);
 * locals start at zero; float ``min``/``max``/``abs`` are ``fmin``/``fmax``/``fabs``.
 
 :func:`emit` returns the source and the :class:`KernelAbi` the runtimes use to pass the
@@ -24,6 +27,15 @@ from collections.abc import Iterator, Mapping, Sequence
 import attrs
 import numpy as np
 
+from sarek_py.codegen.bounds import (
+    OOB,
+    SITE,
+    AccessSite,
+    at_name,
+    check_prelude,
+    fault_words,
+    in_name,
+)
 from sarek_py.codegen.dialect import Dialect
 from sarek_py.codegen.names import Namer
 from sarek_py.codegen.ranges import Range, int_range, no_overflow, refine, type_range
@@ -78,8 +90,8 @@ class CArg:
 
     ``kind`` is ``"array"`` (a buffer for parameter ``param``), ``"scalar"`` (the value of
     parameter ``param``), ``"extent"`` (dimension ``dim`` of array ``param``, an ``int``),
-    ``"threads"`` (the launch's thread count, 64-bit) or ``"status"`` (the stop status
-    buffer, one ``int`` per thread).
+    ``"threads"`` (the launch's thread count, 64-bit), ``"status"`` (the stop status
+    buffer, one ``int`` per thread) or ``"fault"`` (the bounds-check record, CG-22).
     """
 
     kind: str
@@ -90,12 +102,16 @@ class CArg:
 
 @attrs.frozen
 class KernelAbi:
-    """How to call an emitted kernel: C name, arguments in order, and what it needs."""
+    """How to call an emitted kernel: C name, arguments in order, and what it needs;
+    ``sites``: the checked accesses by site number minus one, ``fault_words``: the ``int``
+    words of its fault buffer (0: the kernel takes none; CG-22)."""
 
     name: str
     args: tuple[CArg, ...]
     has_barrier: bool
     can_stop: bool
+    sites: tuple[AccessSite, ...] = ()
+    fault_words: int = 0
 
 
 @attrs.frozen
@@ -156,6 +172,19 @@ class _Function:
         self.count_guard: If | None = None
         #: integer types whose wrapping ``abs`` function the code calls (CG-18)
         self.wrapping_abs: set[Scalar] = set()
+        #: bounds checks (CG-22): whether accesses are checked, whether this function has
+        #: the sarek_oob buffer, its sites so far, the ranks of the check functions used,
+        #: the helpers taking the buffer and their sites
+        self.checked = False
+        self.has_oob = False
+        self.sites: list[AccessSite] = []
+        self.check_ranks: set[int] = set()
+        self.at_ranks: set[int] = set()
+        self.oob_helpers: frozenset[str] = frozenset()
+        self.helper_sites: Mapping[str, tuple[AccessSite, ...]] = {}
+        self.helper_params: Mapping[str, tuple[Var, ...]] = {}
+        #: the helpers that store into an array, themselves or through a call (CG-22)
+        self.storing_helpers: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------------ types and names
 
@@ -252,7 +281,7 @@ class _Function:
                 need_r = _PRIMARY if _mixes(op, rhs) else p + 1
                 return f"{_paren(lt, lp, need_l)} {op.value} {_paren(rt, rp, need_r)}", p
             case Read(array=a, index=idx):
-                return f"{self.name(a)}[{self.offset(a, idx)}]", _PRIMARY
+                return self.read(a, idx, e.loc), _PRIMARY
             case Cast(to=to, arg=a):
                 return self.cast(to, a)
             case Cond(cond=c, if_true=t, if_false=f):
@@ -264,7 +293,17 @@ class _Function:
             case Intrinsic(name=n, args=args):
                 return self.intrinsic(e, n, args)
             case Call(func=f, args=args):
-                return f"{self.helper_names[f]}({', '.join(self.call_args(args))})", _PRIMARY
+                cargs = list(self.call_args(args))
+                if f in self.oob_helpers:
+                    # the callee's sites follow from here, its arrays called by the names
+                    # passed here, as the interpreter names them (CG-22)
+                    cargs += [OOB, self.site_id()]
+                    rename = {p.name: a.var.name
+                              for p, a in zip(self.helper_params[f], args, strict=True)
+                              if isinstance(p.type, ArrayType) and isinstance(a, Ref)}
+                    self.sites.extend(attrs.evolve(x, array=rename.get(x.array, x.array))
+                                      for x in self.helper_sites[f])
+                return f"{self.helper_names[f]}({', '.join(cargs)})", _PRIMARY
             case Length(array=a, dim=d):
                 assert isinstance(a.type, ArrayType)
                 if a.id in self.extents:
@@ -355,19 +394,28 @@ class _Function:
             else:
                 yield self.expr(a)[0]
 
-    def offset(self, a: Var, idx: tuple[Expr, ...]) -> str:
-        """The row-major element offset of ``a[idx]`` (64-bit for global arrays of rank > 1)."""
+    def index_parts(self, a: Var, idx: tuple[Expr, ...],
+                    raw: Sequence[tuple[str, int]] | None = None) -> list[tuple[str, int, Scalar]]:
+        """Each index of ``a[idx]`` counted from zero (C text, precedence, type); ``raw``
+        gives the indices' C text when it is already made."""
         assert isinstance(a.type, ArrayType)
-        t = a.type
         parts: list[tuple[str, int, Scalar]] = []
-        for lo, ix in zip(t.lower, idx, strict=True):
-            text, prec = self.expr(ix)
+        for d, (lo, ix) in enumerate(zip(a.type.lower, idx, strict=True)):
+            text, prec = raw[d] if raw is not None else self.expr(ix)
             ty = scalar_type_of(ix)
             if lo > 0:
                 text, prec = f"{_paren(text, prec, 12)} - {lo}", 12
             elif lo < 0:
                 text, prec = f"{_paren(text, prec, 12)} + {-lo}", 12
             parts.append((text, prec, ty))
+        return parts
+
+    def offset(self, a: Var, idx: tuple[Expr, ...],
+               raw: Sequence[tuple[str, int]] | None = None) -> str:
+        """The row-major element offset of ``a[idx]`` (64-bit for global arrays of rank > 1)."""
+        assert isinstance(a.type, ArrayType)
+        t = a.type
+        parts = self.index_parts(a, idx, raw)
         if t.rank == 1:
             return parts[0][0]
         wide = t.space is MemSpace.GLOBAL
@@ -380,6 +428,92 @@ class _Function:
             acc = f"{_paren(acc, acc_prec, 13)} * {ext} + {_paren(text, prec, 13)}"
             acc_prec = 12
         return acc
+
+    # ------------------------------------------------------------------- bounds checks
+
+    def site_id(self) -> str:
+        """The C text of the next site's number: its position plus one in the kernel, the
+        position after the caller's ``sarek_site`` in a helper (CG-22)."""
+        k = len(self.sites)
+        if self.in_helper:
+            return SITE if k == 0 else f"{SITE} + {k}"
+        return str(k + 1)
+
+    def new_site(self, a: Var, kind: str, loc: Loc | None) -> str:
+        assert isinstance(a.type, ArrayType)
+        text = self.site_id()
+        self.sites.append(AccessSite(a.name, kind, a.type.space, a.type.lower,
+                                     self.owner if self.in_helper else None, loc or self.loc))
+        self.check_ranks.add(a.type.rank)
+        return text
+
+    def proven(self, a: Var, idx: tuple[Expr, ...]) -> bool:
+        """Whether ``a[idx]`` needs no check: unchecked code, or a shared or local array
+        of constant extents whose indices the range analysis keeps in bounds (CG-23)."""
+        assert isinstance(a.type, ArrayType)
+        t = a.type
+        if not self.checked:
+            return True
+        if t.space is MemSpace.GLOBAL:
+            return False
+        for lo, n, ix in zip(t.lower, t.shape, idx, strict=True):
+            if n is None:
+                return False
+            r_lo, r_hi = int_range(ix, self.ranges)
+            if r_lo < lo or r_hi > lo + n - 1:
+                return False
+        return True
+
+    def check_args(self, a: Var, idx: tuple[Expr, ...],
+                   raw: Sequence[tuple[str, int]] | None = None) -> str:
+        """``index, extent`` pairs of a check function's call, indices from zero."""
+        parts = self.index_parts(a, idx, raw)
+        return ", ".join(f"{p[0]}, {self.expr(Length(a, d))[0]}" for d, p in enumerate(parts))
+
+    def read(self, a: Var, idx: tuple[Expr, ...], loc: Loc | None) -> str:
+        """``a[idx]`` as C: ``(sarek_in<rank>(…) ? a[idx] : 0)`` unless proven in bounds
+        (CG-22)."""
+        name = self.name(a)
+        if self.proven(a, idx):
+            return f"{name}[{self.offset(a, idx)}]"
+        args = self.check_args(a, idx)
+        site = self.new_site(a, "read", loc)
+        if any(isinstance(x, Call) and x.func in self.storing_helpers
+               for ix in idx for x in iter_exprs(ix)):
+            # an index that calls a helper which stores is computed once: out of bounds,
+            # element 0 (in the buffer) is read instead
+            self.at_ranks.add(len(idx))
+            return f"{name}[{at_name(len(idx))}({OOB}, {site}, {args})]"
+        # out of bounds, nothing is read (the index is computed twice: it stores nothing)
+        return f"({in_name(len(idx))}({OOB}, {site}, {args}) ? {name}[{self.offset(a, idx)}] : 0)"
+
+    def store(self, s: Store, depth: int) -> None:
+        """``a[idx] <- v``: under ``if (sarek_in<rank>(…))`` unless proven in bounds; an
+        index that reads memory or calls a helper is computed once, into a constant."""
+        a, idx = s.array, s.index
+        name = self.name(a)
+        if self.proven(a, idx):
+            self.emit(f"{name}[{self.offset(a, idx)}] = {self.expr(s.value)[0]};", depth)
+            return
+        raw: list[tuple[str, int]] = []
+        for d, ix in enumerate(idx):
+            text, prec = self.expr(ix)
+            if any(isinstance(x, (Read, Call)) for x in iter_exprs(ix)):
+                tmp = self.namer.fresh(f"{name}_at{d}")
+                self.emit(f"const {self.ctype(scalar_type_of(ix))} {tmp} = {text};", depth)
+                text, prec = tmp, _PRIMARY
+            raw.append((text, prec))
+        value = self.expr(s.value)[0]
+        if any(isinstance(x, (Read, Call)) for x in iter_exprs(s.value)):
+            # the value is computed before the store's own check, as the interpreter does
+            tmp = self.namer.fresh(f"{name}_value")
+            self.emit(f"const {self.ctype(scalar_type_of(s.value))} {tmp} = {value};", depth)
+            value = tmp
+        args = self.check_args(a, idx, raw)
+        site = self.new_site(a, "store", s.loc)
+        self.emit(f"if ({in_name(len(idx))}({OOB}, {site}, {args})) {{", depth)
+        self.emit(f"{name}[{self.offset(a, idx, raw)}] = {value};", depth + 1)
+        self.emit("}", depth)
 
     # ----------------------------------------------------------------------- statements
 
@@ -410,8 +544,8 @@ class _Function:
                 self.stmt(body, depth)
             case Assign(var=v, value=val):
                 self.emit(f"{self.name(v)} = {self.expr(val)[0]};", depth)
-            case Store(array=a, index=idx, value=val):
-                self.emit(f"{self.name(a)}[{self.offset(a, idx)}] = {self.expr(val)[0]};", depth)
+            case Store():
+                self.store(s, depth)
             case If(cond=c) if s is self.count_guard:
                 # CG-21: threads past the launch's count leave with the kernel's own guard
                 self.emit("// threads past the launch's count stop here too", depth)
@@ -437,7 +571,12 @@ class _Function:
                 self.for_loop(s, depth)
             case While(cond=c, body=b):
                 saved = self.ranges
-                self.emit(f"while ({self.expr(c)[0]}) {{", depth)
+                cond = self.expr(c)[0]
+                if self.has_oob and not any(isinstance(x, Barrier) for x in iter_stmts(b)):
+                    # a fault ends the loop: values read out of bounds cannot keep it
+                    # running (CG-22)
+                    cond = f"{self.d.atomic_read.format(ptr=OOB)} == 0 && ({cond})"
+                self.emit(f"while ({cond}) {{", depth)
                 self.branch(b, refine(c, saved, True), depth + 1)
                 self.ranges = saved
                 self.emit("}", depth)
@@ -625,8 +764,15 @@ def _signature(head: str, params: list[str], depth_indent: str = "    ") -> str:
     return f"{head}(\n" + ",\n".join(depth_indent + p for p in params) + ")"
 
 
-def emit(kernel: Kernel, d: Dialect) -> Emitted:
-    """C source of ``kernel`` (and the helpers it calls) for dialect ``d``, with its ABI."""
+def _accesses(body: Stmt, oob_helpers: set[str]) -> bool:
+    """Whether ``body`` reads or stores an array, or calls a helper that does (CG-22)."""
+    return any(isinstance(n, (Read, Store)) or (isinstance(n, Call) and n.func in oob_helpers)
+               for n in iter_nodes(body))
+
+
+def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
+    """C source of ``kernel`` (and the helpers it calls) for dialect ``d``, with its ABI;
+    ``checked=False`` leaves the array accesses unchecked (CG-22, CG-24)."""
     helpers = _helper_order(kernel)
     gnamer = Namer()
     kname = gnamer.fresh(kernel.name)
@@ -634,16 +780,42 @@ def emit(kernel: Kernel, d: Dialect) -> Emitted:
     uses_f64 = False
     chunks: list[str] = []
     wrapping_abs: set[Scalar] = set()
-    for h in helpers:
+    oob_helpers: set[str] = set()
+    helper_sites: dict[str, tuple[AccessSite, ...]] = {}
+    helper_params = {h.name: h.params for h in helpers}
+    storing: set[str] = set()
+    for h in helpers:  # callees first
+        if any(isinstance(n, Store) or (isinstance(n, Call) and n.func in storing)
+               for n in iter_nodes(h.body)):
+            storing.add(h.name)
+    check_ranks: set[int] = set()
+    at_ranks: set[int] = set()
+    oob_param = f"{d.global_pointer} int* {OOB}".strip()
+    for h in helpers:  # callees first
         f = _Function(d, helper_names, h.loc, h.name, kname)
         f.in_helper = True
+        f.checked = checked
+        f.has_oob = checked and _accesses(h.body, oob_helpers)
+        f.oob_helpers = frozenset(oob_helpers)
+        f.helper_sites = helper_sites
+        f.helper_params = helper_params
+        f.storing_helpers = frozenset(storing)
         params: list[str] = []
         for p in h.params:
             if isinstance(p.type, ArrayType):
                 params.extend(x[0] for x in f.array_params(p))
             else:
                 params.append(f"{f.ctype(p.scalar)} {f.bind(p)}")
+        if f.has_oob:
+            f.namer.hidden(OOB)
+            f.namer.hidden(SITE)
+            params += [oob_param, f"int {SITE}"]
         f.stmt(h.body, 1)
+        if f.has_oob:
+            oob_helpers.add(h.name)
+            helper_sites[h.name] = tuple(f.sites)
+        check_ranks |= f.check_ranks
+        at_ranks |= f.at_ranks
         qual = (d.helper_qualifier + " ") if d.helper_qualifier else ""
         head = f"{qual}{f.ctype(h.result)} {helper_names[h.name]}"
         chunks.append(_signature(head, params) + " {\n" + "\n".join(f.lines) + "\n}\n")
@@ -651,6 +823,12 @@ def emit(kernel: Kernel, d: Dialect) -> Emitted:
         wrapping_abs |= f.wrapping_abs
 
     k = _Function(d, helper_names, kernel.loc, kernel.name, kname)
+    k.checked = checked
+    k.has_oob = checked and _accesses(kernel.body, oob_helpers)
+    k.oob_helpers = frozenset(oob_helpers)
+    k.helper_sites = helper_sites
+    k.helper_params = helper_params
+    k.storing_helpers = frozenset(storing)
     cargs: list[CArg] = []
     params = []
     for p in kernel.params:
@@ -669,6 +847,10 @@ def emit(kernel: Kernel, d: Dialect) -> Emitted:
     if stops:
         params.append(f"{d.global_pointer} int* {k.namer.hidden('sarek_stop')}".strip())
         cargs.append(CArg("status", "sarek_stop"))
+    if k.has_oob:
+        params.append(f"{oob_param}")
+        k.namer.hidden(OOB)
+        cargs.append(CArg("fault", OOB))
     for v in kernel.locals:
         k.emit(k.local_decl(v), 1)
     if not barrier:
@@ -682,10 +864,15 @@ def emit(kernel: Kernel, d: Dialect) -> Emitted:
                   + "\n".join(k.lines) + "\n}\n")
     uses_f64 |= k.uses_f64
     wrapping_abs |= k.wrapping_abs
-    chunks[:0] = [_abs_function(d, t) for t in (Scalar.I32, Scalar.I64) if t in wrapping_abs]
+    check_ranks |= k.check_ranks
+    at_ranks |= k.at_ranks
+    chunks[:0] = [*check_prelude(d, check_ranks, at_ranks),
+                  *(_abs_function(d, t) for t in (Scalar.I32, Scalar.I64) if t in wrapping_abs)]
 
     source = _header(d, f"kernel {kernel.name}", uses_f64) + "\n".join(chunks)
-    abi = KernelAbi(kname, tuple(cargs), barrier, stops)
+    sites = tuple(k.sites)
+    abi = KernelAbi(kname, tuple(cargs), barrier, stops, sites,
+                    fault_words(sites) if k.has_oob else 0)
     return Emitted(source, abi, tuple(chunks), uses_f64)
 
 
@@ -696,14 +883,15 @@ def _header(d: Dialect, what: str, uses_f64: bool) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def emit_module(kernels: Sequence[Kernel], d: Dialect, what: str = "a module") -> str:
+def emit_module(kernels: Sequence[Kernel], d: Dialect, what: str = "a module", *,
+                checked: bool = True) -> str:
     """One translation unit holding several kernels: the prelude once, each helper once
     (CG-16)."""
     seen: dict[str, str] = {}
     parts: list[str] = []
     uses_f64 = False
     for k in kernels:
-        em = emit(k, d)
+        em = emit(k, d, checked=checked)
         uses_f64 |= em.uses_f64
         for chunk in em.functions:
             head = chunk.split("(", 1)[0]

@@ -35,4 +35,6 @@ CUDA = Dialect(
     f32_bits="__int_as_float({hex})",
     f64_bits="__longlong_as_double((long long){hex}ULL)",
     pragmas={"unroll": "#pragma unroll", "nounroll": "#pragma unroll 1"},
+    atomic_cas="atomicCAS({ptr}, {old}, {new})",
+    atomic_read="*(volatile int*){ptr}",
 )

@@ -49,6 +49,10 @@ class Dialect:
     f32_bits: str  # a float of the given bits ("{hex}"): exact infinities and NaNs
     f64_bits: str
     pragmas: Mapping[str, str]  # first word of a pragma option -> C pragma text ("" = drop)
+    #: an atomic compare-and-swap of the int at ``{ptr}`` returning the old value, and a
+    #: read of it that is not a data race with that swap (CG-22)
+    atomic_cas: str
+    atomic_read: str
 
     def type_name(self, t: Scalar) -> str:
         return self.types[t]

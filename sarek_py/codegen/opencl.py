@@ -37,6 +37,8 @@ OPENCL = Dialect(
     f32_bits="as_float((uint){hex}u)",
     f64_bits="as_double((ulong){hex}UL)",
     pragmas={"unroll": "#pragma unroll", "nounroll": "#pragma nounroll"},
+    atomic_cas="atomic_cmpxchg({ptr}, {old}, {new})",
+    atomic_read="atomic_or({ptr}, 0)",  # OpenCL 1.2 has no atomic load
 )
 
 #: build options: correctly rounded f32 division and sqrt (OpenCL otherwise allows 2.5 and

@@ -19,9 +19,13 @@ def as_ir(k: Kernel | KernelFunction) -> Kernel:
 
 def fuse(producer: Kernel | KernelFunction, consumer: Kernel | KernelFunction, *,
          shared: Mapping[str, str], p_array: str | None = None,
-         name: str | None = None) -> Kernel:
-    """Epilogue fusion of two kernels, each an IR kernel or a ``@kernel`` function."""
+         name: str | None = None, threads: tuple[int | str, int | str] | None = None
+         ) -> Kernel:
+    """Epilogue fusion of two kernels, each an IR kernel or a ``@kernel`` function.
+
+    The result carries its launch conditions (specs/fusion-legality.md LEG-13 … LEG-16),
+    checked by every launch; ``threads=(tp, tc)`` proves them at once for those counts."""
     from sarek_py.fusion.epilogue import fuse as fuse_ir
 
     return fuse_ir(as_ir(producer), as_ir(consumer), shared=shared, p_array=p_array,
-                   name=name)
+                   name=name, threads=threads)

@@ -11,6 +11,7 @@ a launch is recorded instead, and run fused when the pipeline ends (FE-17).
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
@@ -18,8 +19,9 @@ import numpy as np
 
 from sarek_py.frontend.intrinsics import KernelOnly
 from sarek_py.frontend.translate import translate_helper, translate_kernel
+from sarek_py.ir.deep import SHALLOW, call_deep, in_deep_thread, tree_depth
 from sarek_py.ir.diagnostics import SarekError
-from sarek_py.ir.nodes import HelperFunc, Kernel, Var
+from sarek_py.ir.nodes import HelperFunc, Kernel, Loc, Var
 from sarek_py.ir.types import ArrayType, Scalar
 
 ArgValue = np.ndarray[Any, Any] | int | float | bool | np.generic
@@ -33,6 +35,7 @@ class HelperFunction:
     """A ``@helper`` device function; call it from kernels (FE-11)."""
 
     def __init__(self, fn: Callable[..., Any], *, pure: bool = False):
+        _check_function(fn, "@helper")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.pure = pure
@@ -46,7 +49,7 @@ class HelperFunction:
                                  "through other helpers): recursion is not supported")
             self._busy = True
             try:
-                self._ir = translate_helper(self.fn, pure=self.pure)
+                self._ir = call_deep(translate_helper, self.fn, pure=self.pure)
             finally:
                 self._busy = False
         return self._ir
@@ -67,16 +70,18 @@ class KernelFunction:
     """A ``@kernel``: its IR (``.ir``) and its launches (FE-14, FE-15)."""
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None):
+        _check_function(fn, "@kernel")
+        _check_name(fn, name)
         functools.update_wrapper(self, fn)
         self.fn = fn
-        self.name = name or fn.__name__
+        self.name = name if name is not None else fn.__name__
         self._ir: Kernel | None = None
 
     @property
     def ir(self) -> Kernel:
         """The IR kernel, translated on first access and checked."""
         if self._ir is None:
-            self._ir = translate_kernel(self.fn, self.name)
+            self._ir = call_deep(translate_kernel, self.fn, self.name)
         return self._ir
 
     def kernel_ir(self) -> Kernel:
@@ -126,6 +131,39 @@ class KernelFunction:
             active.record(self, bound, threads, block, backend)
             return None
         return run_on(backend, self.ir, bound, threads, block)
+
+
+def _check_function(fn: object, what: str) -> None:
+    """``@kernel``/``@helper`` take a Python function (FE-20): its source is what is
+    translated. Anything else is a ``TypeError`` saying so (a lambda is a function, refused
+    with its location when translated, FE-1)."""
+    if isinstance(fn, functools.partial):
+        raise TypeError(f"{what} takes a function defined with def, not a functools.partial "
+                        "(its source cannot be translated): decorate the function itself")
+    if not inspect.isfunction(fn):
+        raise TypeError(f"{what} takes a function defined with def, not "
+                        f"{type(fn).__name__} {_short_repr(fn)}")
+
+
+def _check_name(fn: Callable[..., Any], name: object) -> None:
+    """``@kernel(name=…)`` must be a name the ``.sk`` text can read back (FE-20)."""
+    if name is None:
+        return
+    from sarek_py.ir.parser import name_problem
+
+    why = name_problem(name)
+    if why is None:
+        return
+    if not isinstance(name, str):
+        raise TypeError(f"@kernel(name=…): {why}")
+    code = getattr(fn, "__code__", None)
+    loc = Loc(code.co_filename, code.co_firstlineno, 1) if code is not None else None
+    raise SarekError(f"@kernel(name={_short_repr(name)}): {why}", loc)
+
+
+def _short_repr(x: object) -> str:
+    text = repr(x)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _config(config: Any) -> tuple[int, int]:
@@ -201,10 +239,17 @@ def _convert(k: Kernel, p: Var, a: Any) -> ArgValue:
     return value
 
 
+def is_deep(k: Kernel) -> bool:
+    """Whether ``k`` nests deeply enough to need a deep stack (sarek_py.ir.deep)."""
+    return not in_deep_thread() and tree_depth(k) > SHALLOW
+
+
 def run_on(backend: str | None, k: Kernel, args: Mapping[str, ArgValue], threads: int,
            block: int) -> Any:
     """Run ``k`` on the named backend (None: the runtime's default) (FE-16)."""
-    return get_backend(backend).run_kernel(k, args, threads, block)
+    runner = get_backend(backend).run_kernel
+    return call_deep(runner, k, args, threads, block) if is_deep(k) else runner(
+        k, args, threads, block)
 
 
 def get_backend(backend: str | None) -> Any:
@@ -218,6 +263,8 @@ def emit(k: Kernel, target: str) -> str:
     """Device source of ``k`` for ``target``."""
     from sarek_py import codegen
 
+    if is_deep(k):
+        return call_deep(emit, k, target)
     if target == "cuda":
         return codegen.emit_cuda(k)
     if target == "opencl":

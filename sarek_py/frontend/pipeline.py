@@ -4,8 +4,11 @@ Inside ``with pipeline() as p:`` a kernel launch is recorded instead of run. Whe
 ends without an exception, or at ``p.run()``, the recorded launches are fused by
 :func:`sarek_py.fusion.sequence.fuse_launches` (each adjacent producer/consumer pair that is
 provably equal to the two launches run one after the other) and run in order. Buffers are
-the numpy arrays passed: the same array is the same buffer, and views that overlap are
-aliasing, which the fusion's legality check refuses to rely on.
+the numpy arrays passed: two are the same buffer only when they are the same memory with
+the same shape, strides and dtype (``t`` and ``t[:]``, not ``t[:k]`` or ``t.view(i4)``);
+any other overlap is partial aliasing, which fusion refuses (specs/fusion-legality.md
+LEG-1, LEG-7). A fused kernel carries the buffers and counts it was proved for, and the
+backend checks them again at its launch (LEG-13 … LEG-15).
 """
 
 from __future__ import annotations

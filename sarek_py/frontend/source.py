@@ -13,6 +13,7 @@ import inspect
 import linecache
 import textwrap
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -53,12 +54,28 @@ class FunctionSource:
         return FrontendError(message, self.loc(node), self.text)
 
 
+def _undecodable(fn: Callable[..., Any]) -> None:
+    """When ``fn``'s file exists but is not UTF-8 (inspect then finds no source), raise the
+    located error of the first bad byte (FE-22)."""
+    from sarek_py.ir.lexer import decode_source
+
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return
+    try:
+        data = Path(code.co_filename).read_bytes()
+    except OSError:
+        return
+    decode_source(data, code.co_filename)
+
+
 def load(fn: Callable[..., Any]) -> FunctionSource:
     """Read and parse the source of ``fn`` (a plain ``def`` at any nesting)."""
     try:
         lines, first = inspect.getsourcelines(fn)
         file = inspect.getsourcefile(fn) or inspect.getfile(fn)
     except (OSError, TypeError) as err:
+        _undecodable(fn)
         raise FrontendError(
             f"cannot read the source of {getattr(fn, '__name__', fn)!r}: {err} "
             "(kernels must be defined in a file, not typed at an interactive prompt)"

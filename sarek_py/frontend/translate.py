@@ -26,6 +26,7 @@ from sarek_py.frontend.signature import is_none, scalar_annotation
 from sarek_py.frontend.signature import parameters as function_parameters
 from sarek_py.frontend.source import FrontendError, FunctionSource, load
 from sarek_py.frontend.unsupported import EXPRESSIONS, STATEMENTS
+from sarek_py.ir.deep import depth_message, too_deep
 from sarek_py.ir.nodes import (
     Assign,
     Barrier,
@@ -62,6 +63,7 @@ def translate_kernel(fn: Callable[..., Any], name: str | None = None) -> Kernel:
     body = t.function_body(params)
     k = Kernel(name or src.tree.name, params, tuple(t.locals), body,
                in_source_order(t.helpers.values()), loc=src.loc(src.tree))
+    _check_depth(body, f"kernel '{k.name}'", src)
     return _checked(k, src)
 
 
@@ -80,6 +82,7 @@ def translate_helper(fn: Callable[..., Any], *, pure: bool = False
         raise t.err(src.tree, f"helper '{src.tree.name}' can reach its end without returning "
                     f"a {result}")
     h = HelperFunc(src.tree.name, params, result, body, pure, loc=src.loc(src.tree))
+    _check_depth(body, f"helper '{h.name}'", src)
     return h, tuple(t.helpers.values())
 
 
@@ -90,6 +93,14 @@ def in_source_order(helpers: Iterable[HelperFunc]) -> tuple[HelperFunc, ...]:
         return (h.loc.file, h.loc.line, h.loc.col) if h.loc is not None else ("", 0, 0)
 
     return tuple(sorted(helpers, key=key))
+
+
+def _check_depth(body: object, what: str, src: FunctionSource) -> None:
+    """A function nested past :data:`~sarek_py.ir.deep.MAX_DEPTH` levels is a located
+    error (FE-21), not a ``RecursionError`` later."""
+    deep = too_deep(body)
+    if deep is not None:
+        raise FrontendError(depth_message(what), deep[1], src.text)
 
 
 def _checked(k: Kernel, src: FunctionSource) -> Kernel:

@@ -65,6 +65,16 @@ _INT_RANGE = {Scalar.I32: (-(2**31), 2**31 - 1), Scalar.I64: (-(2**63), 2**63 - 
 
 
 
+def _shown(value: int | float | str) -> str:
+    """A number as an error message shows it: in full, or its first and last digits and
+    its length when longer than 40 characters (a Python int past 4300 digits cannot even
+    be converted to text, FE-21)."""
+    if isinstance(value, int) and abs(value).bit_length() > 4000 * 3.33:
+        return f"{'-' if value < 0 else ''}<an integer of about {abs(value).bit_length() * 0.30103:.0f} digits>"
+    text = str(value)
+    return text if len(text) <= 40 else f"{text[:20]}…{text[-10:]} ({len(text)} characters)"
+
+
 class ExprTranslator(CallTranslator):
     """Python expressions to IR expressions."""
 
@@ -102,23 +112,24 @@ class ExprTranslator(CallTranslator):
         loc = self.src.loc(node)
         if is_float:
             t = hint if hint is not None and hint.is_float else Scalar.F64
-            if t is Scalar.F32:
+            if t is Scalar.F32 and math.isfinite(value):
                 exact = text.replace("_", "") if text is not None else repr(float(value))
                 negative = exact.startswith("-")
                 v32 = f32_from_decimal(exact.lstrip("-"))
-                if math.isinf(v32) and not math.isinf(value):
-                    raise self.err(node, f"float literal {exact} overflows f32")
+                if math.isinf(v32):
+                    raise self.err(node, f"float literal {_shown(exact)} overflows f32")
                 return Const(-v32 if negative else v32, t, loc=loc)
+            # inf and nan (math.inf, float('inf'), numpy constants) are themselves in f32
             return Const(float(value), t, loc=loc)
         if hint is not None and hint.is_float:
-            f = float(hint.dtype.type(value))
+            f = float(hint.dtype.type(value)) if abs(value) < 2 ** 1024 else math.inf
             if f != value:
-                raise self.err(node, f"{value} is not exactly representable as {hint}")
+                raise self.err(node, f"{_shown(value)} is not exactly representable as {hint}")
             return Const(f, hint, loc=loc)
         t = hint if hint is not None and hint.is_int else Scalar.I32
         lo, hi = _INT_RANGE[t]
         if not lo <= value <= hi:
-            raise self.err(node, f"integer literal {value} does not fit in {t}"
+            raise self.err(node, f"integer literal {_shown(value)} does not fit in {t}"
                            + ("; write i64(...) around an i64 value" if t is Scalar.I32 else ""))
         return Const(int(value), t, loc=loc)
 

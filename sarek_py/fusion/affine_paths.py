@@ -12,8 +12,9 @@ from collections.abc import Callable
 
 import attrs
 
-from sarek_py.fusion.affine_conditions import Dnf, Mode, ge0, to_dnf
+from sarek_py.fusion.affine_conditions import MAX_ALTERNATIVES, Dnf, Mode, ge0, to_dnf
 from sarek_py.fusion.affine_forms import AffineCtx, AffineForm, to_affine
+from sarek_py.fusion.affine_reasons import affine_cause
 from sarek_py.ir.nodes import (
     Assign,
     Barrier,
@@ -40,6 +41,7 @@ from sarek_py.ir.nodes import (
     While,
     iter_stmts,
 )
+from sarek_py.ir.printer import print_expr
 from sarek_py.ir.visit import children, ends_every_path
 
 
@@ -180,17 +182,41 @@ def _ge(a: AffineForm, b: AffineForm) -> Dnf:
 # ------------------------------------------------------------------ exact store sites
 
 
+@attrs.frozen
+class NotExact:
+    """Why the stores of an array have no exact guards (AFF-15): ``kind`` is ``"index"``
+    (a subscript is not affine), ``"condition"`` (a test around a store is not expressible
+    exactly: ``data`` says whether it depends on memory or on a mutable variable),
+    ``"alternatives"`` (too many alternatives), ``"loop"`` (a store in a loop) or
+    ``"leave"`` (a ``return``/``stop`` that does not end every path of its branch or loop,
+    before a store)."""
+
+    kind: str
+    reason: str
+    loc: Loc | None = attrs.field(default=None, eq=False)
+    data: bool = False
+
+
 class _Inexact(Exception):
-    pass
+    def __init__(self, why: NotExact):
+        super().__init__(why.reason)
+        self.why = why
 
 
 def store_sites(body: Stmt, array: Var, ctx: AffineCtx | None = None) -> list[StoreSite] | None:
     """Every store of ``array`` in ``body`` with its exact guard, or ``None`` (AFF-15)."""
+    got = store_sites_why(body, array, ctx)
+    return None if isinstance(got, NotExact) else got
+
+
+def store_sites_why(body: Stmt, array: Var,
+                    ctx: AffineCtx | None = None) -> list[StoreSite] | NotExact:
+    """:func:`store_sites`, or why there are no exact guards (the first cause met)."""
     sites: list[StoreSite] = []
     try:
         _exact(body, region_ctx(body, ctx), Dnf.true(), array, sites.append)
-    except _Inexact:
-        return None
+    except _Inexact as exc:
+        return exc.why
     return sites
 
 
@@ -198,49 +224,103 @@ def _stores(s: Stmt, array: Var) -> bool:
     return any(isinstance(x, Store) and x.array == array for x in iter_stmts(s))
 
 
-def _exact_and(a: Dnf | None, b: Dnf | None) -> Dnf | None:
-    if a is None or b is None:
-        return None
-    return a.and_(b)
+Guard = Dnf | NotExact
+"""An exact guard, or why it is not known."""
+
+
+def _exact_and(a: Guard, b: Guard, loc: Loc | None) -> Guard:
+    if isinstance(a, NotExact):
+        return a
+    if isinstance(b, NotExact):
+        return b
+    r = a.and_(b)
+    if r is None:
+        return NotExact("alternatives", "the conditions around the store have more than "
+                        f"{MAX_ALTERNATIVES} alternatives together (as a disjunction of "
+                        "conjunctions of affine constraints)", loc)
+    return r
+
+
+def _condition(c: Expr, ctx: AffineCtx, loc: Loc | None) -> Guard:
+    d = to_dnf(c, ctx, Mode.EXACT)
+    if d is not None:
+        return d
+    why = affine_cause(c, ctx)
+    kind = "alternatives" if why.kind == "alternatives" else "condition"
+    return NotExact(kind, f"the test {quote_expr(c)} around the store is not known "
+                    f"exactly: {why.text}", why.loc or loc, why.data_dependent)
+
+
+def _negated(d: Guard, c: Expr, loc: Loc | None) -> Guard:
+    if isinstance(d, NotExact):
+        return d
+    n = d.negate()
+    if n is None:
+        return NotExact("alternatives", f"the negation of the test {quote_expr(c)} (its "
+                        f"else side) has more than {MAX_ALTERNATIVES} alternatives", loc)
+    return n
+
+
+def _left(s: Stmt, where: str) -> NotExact:
+    leave = next((x for x in iter_stmts(s) if isinstance(x, (Return, Stop))), None)
+    what = "a stop" if isinstance(leave, Stop) else "a return"
+    return NotExact("leave", f"{what} {where} does not end every path there, so which "
+                    "threads reach the stores after it is not known exactly",
+                    leave.loc if leave is not None else s.loc)
+
+
+def quote_expr(e: Expr) -> str:
+    return f"`{print_expr(e)}`"
 
 
 def _exact(
-    s: Stmt, ctx: AffineCtx, guard: Dnf | None, array: Var, emit: Callable[[StoreSite], None]
-) -> Dnf | None:
-    """Record the stores of ``array`` in ``s``; give the exact guard after ``s`` (``None``:
-    not known)."""
+    s: Stmt, ctx: AffineCtx, guard: Guard, array: Var, emit: Callable[[StoreSite], None]
+) -> Guard:
+    """Record the stores of ``array`` in ``s``; give the exact guard after ``s`` (or why
+    it is not known)."""
     match s:
         case Let(var=v, value=val, body=b):
             return _exact(b, ctx if v.mutable else ctx.with_def(v, val), guard, array, emit)
         case Store(array=a, index=idx) if a == array:
             forms = tuple(to_affine(i, ctx) for i in idx)
-            if guard is None or any(f is None for f in forms):
-                raise _Inexact
+            bad = next((i for i, f in zip(idx, forms, strict=True) if f is None), None)
+            if bad is not None:
+                why = affine_cause(bad, ctx)
+                raise _Inexact(NotExact(
+                    "index", f"the store index {quote_expr(bad)} of {a.name} is not affine: "
+                    f"{why.text}", why.loc or s.loc, why.data_dependent))
+            if isinstance(guard, NotExact):
+                raise _Inexact(guard)
             emit(StoreSite(tuple(f for f in forms if f is not None), guard, loc=s.loc))
         case Seq(stmts=ss):
             for x in ss:
                 guard = _exact(x, ctx, guard, array, emit)
         case If(cond=c, then=t, else_=e):
-            pos = to_dnf(c, ctx, Mode.EXACT)
-            neg = None if pos is None else pos.negate()
-            _exact(t, ctx, _exact_and(guard, pos), array, emit)
+            pos = _condition(c, ctx, s.loc)
+            neg = _negated(pos, c, s.loc)
+            _exact(t, ctx, _exact_and(guard, pos, s.loc), array, emit)
             if e is not None:
-                _exact(e, ctx, _exact_and(guard, neg), array, emit)
+                _exact(e, ctx, _exact_and(guard, neg, s.loc), array, emit)
             lt = ends_every_path(t, LEAVE)
             le = e is not None and ends_every_path(e, LEAVE)
             if lt and le:
                 return Dnf.false()
             if lt and (e is None or not may_leave(e)):
-                return _exact_and(guard, neg)
+                return _exact_and(guard, neg, s.loc)
             if le and not may_leave(t):
-                return _exact_and(guard, pos)
+                return _exact_and(guard, pos, s.loc)
             if may_leave(t) or (e is not None and may_leave(e)):
-                return None
-        case For(body=b) | While(body=b):
+                return _left(s, "in a branch of this test")
+        case For() | While():
+            b = s.body
+            loop = f"the loop over {s.var.name}" if isinstance(s, For) else "a while loop"
             if _stores(b, array):
-                raise _Inexact
+                st = next(x for x in iter_stmts(b) if isinstance(x, Store) and x.array == array)
+                raise _Inexact(NotExact(
+                    "loop", f"the store of {array.name} is in {loop} (each iteration "
+                    "stores again: its elements are not one store site)", st.loc or s.loc))
             if may_leave(b):
-                return None
+                return _left(b, f"in {loop}")
         case Pragma(body=b):
             return _exact(b, ctx, guard, array, emit)
         case Return() | Stop():

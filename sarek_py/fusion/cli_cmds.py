@@ -1,9 +1,11 @@
 """``sarek-py fuse`` and ``sarek-py explain`` (specs/epilogue-fusion.md EF-14,
 specs/fusion-legality.md LEG-11).
 
-``fuse FILE --producer P --consumer C [--array I] [--shared c=p …] [--name N]`` prints
-the fused kernel (its helpers first); without ``--shared``, consumer parameters named like
-a producer parameter are shared. A refusal is an error (exit status 1, the rule and the
+``fuse FILE --producer P --consumer C [--array I] [--shared c=p …] [--name N]
+[--threads TP,TC]`` prints the fused kernel (its helpers first), its launch conditions
+first as ``//`` comments and in its header as a ``requires`` clause that parses back
+(LEG-13); without ``--shared``, consumer parameters named like a producer parameter are
+shared. A refusal is an error (exit status 1, the rule and the
 reason on stderr).
 
 ``explain FILE [--launches L] [--target T] [--contraction on|off] [--force]`` prints the
@@ -35,9 +37,12 @@ from sarek_py.cli import (
     load_checked,
     read_source,
 )
+from sarek_py.fusion.conditions import describe
 from sarek_py.fusion.epilogue import fuse, shared_by_name
-from sarek_py.fusion.policy import target
+from sarek_py.fusion.policy import KNOWN_TARGETS, target
+from sarek_py.fusion.refusal import FusionRefused, with_flags
 from sarek_py.fusion.sequence import Segment, fuse_launches, host_segments, program_segments
+from sarek_py.ir.parser import name_problem
 from sarek_py.ir.printer import print_kernel
 
 
@@ -49,6 +54,18 @@ def _configure_fuse(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shared", action="append", default=[], metavar="c=p",
                    help="consumer parameter c is producer parameter p (repeatable)")
     p.add_argument("--name", metavar="N", help="name of the fused kernel")
+    p.add_argument("--threads", metavar="TP,TC",
+                   help="thread counts of P and C (numbers or integer parameters of P): "
+                        "prove the launch conditions for them now (LEG-16)")
+
+
+#: the flag of each option of ``fuse()`` that a refusal may name
+FUSE_FLAGS = {"p_array": "--array", "shared": "--shared", "name": "--name",
+              "threads": "--threads", "force": "--force"}
+
+
+#: the flag of each option a decision of ``explain`` may name
+EXPLAIN_FLAGS = {"contraction": "--contraction", "force": "--force"}
 
 
 def parse_shared(items: list[str]) -> dict[str, str]:
@@ -65,13 +82,37 @@ def parse_shared(items: list[str]) -> dict[str, str]:
 @command("fuse", "fuse an element-wise consumer kernel into its producer (epilogue fusion)",
          _configure_fuse)
 def _fuse(args: argparse.Namespace) -> int:
+    if args.name is not None and (why := name_problem(args.name)) is not None:
+        raise UsageError(f"--name: {why}; the fused kernel's name must read back as .sk text")
     m = load_checked(args.file)
     p = find_kernel(m, args.producer, args.file)
     c = find_kernel(m, args.consumer, args.file)
     shared = parse_shared(args.shared) if args.shared else shared_by_name(p, c)
-    k = fuse(p, c, shared=shared, p_array=args.array, name=args.name)
+    threads = None if args.threads is None else parse_threads(args.threads)
+    try:
+        k = fuse(p, c, shared=shared, p_array=args.array, name=args.name, threads=threads)
+    except FusionRefused as r:  # options in the flags' spelling (EF-16)
+        raise with_flags(r, FUSE_FLAGS) from None
+    for line in describe(k):
+        print("// " + line)
     print(print_kernel(k), end="")
     return 0
+
+
+def parse_threads(text: str) -> tuple[int | str, int | str]:
+    """``--threads TP,TC``: each a number or a parameter name; else a usage error."""
+    parts = [t.strip() for t in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise UsageError(f"--threads expects TP,TC, got {text!r}")
+    out: list[int | str] = []
+    for t in parts:
+        if t.isdigit() and len(t) <= 10:
+            out.append(int(t))
+        elif t.isidentifier():
+            out.append(t)
+        else:
+            raise UsageError(f"--threads: {t!r} is neither a thread count nor a parameter name")
+    return out[0], out[1]
 
 
 def _configure_explain(p: argparse.ArgumentParser) -> None:
@@ -108,11 +149,16 @@ def _segments(args: argparse.Namespace) -> list[Segment]:
          _configure_explain)
 def _explain(args: argparse.Namespace) -> int:
     contraction = None if args.contraction is None else args.contraction == "on"
+    if contraction is None and args.target not in KNOWN_TARGETS:
+        raise UsageError(f"--target {args.target!r}: unknown target (known: "
+                         f"{', '.join(sorted(KNOWN_TARGETS))}); for another target say "
+                         "whether it contracts floating-point operations with "
+                         "--contraction on|off")
     tgt = target(args.target, contraction)
     for seg in _segments(args):
         _, report = fuse_launches(seg.launches, target=tgt, force=args.force)
         for d in report:
-            print(d)
+            print(d.with_flags(EXPLAIN_FLAGS))
         if seg.break_reason is not None:
             print(f"-- not fused across: {seg.break_reason}")
     return 0

@@ -27,9 +27,14 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import attrs
 
+from sarek_py.analysis.effects import helper_effects
+from sarek_py.fusion import conditions as _conditions  # noqa: F401  (registers the launch check)
 from sarek_py.fusion.refusal import FusionRefused, Incompatible
+from sarek_py.fusion.well_formed import well_formed
+from sarek_py.ir.deep import deep
 from sarek_py.ir.intrinsics import GLOBAL_IDS, THREAD_INTRINSICS
 from sarek_py.ir.nodes import (
+    Assign,
     Barrier,
     Binary,
     BinaryOp,
@@ -43,6 +48,7 @@ from sarek_py.ir.nodes import (
     Intrinsic,
     Kernel,
     Let,
+    Loc,
     Read,
     Ref,
     Return,
@@ -53,6 +59,8 @@ from sarek_py.ir.nodes import (
     reserve_ids,
     seq,
 )
+from sarek_py.ir.printer import print_expr
+from sarek_py.ir.requires import Count, FusionRequires, FusionStep
 from sarek_py.ir.typeof import scalar_type_of
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar, Type
 from sarek_py.ir.visit import RenameCtx, canonical_ids, iter_nodes, map_node, max_var_id, rename
@@ -73,6 +81,7 @@ __all__ = [
     "fuse",
     "fused_body",
     "ids",
+    "index_copies",
     "insert",
     "is_index",
     "merged_declarations",
@@ -93,6 +102,8 @@ class Access:
     array: Var
     index: tuple[Expr, ...] | None
     write: bool
+    #: where the access is (the read, the store or the call)
+    loc: Loc | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen
@@ -109,30 +120,12 @@ class _Effects:
 def _helper_effects(
     helpers: Sequence[HelperFunc], name: str, seen: frozenset[str] = frozenset()
 ) -> _Effects | None:
-    """The effects of helper ``name`` on its array parameters, or ``None`` when unknown."""
-    h = next((x for x in helpers if x.name == name), None)
-    if h is None or name in seen:
+    """The effects of helper ``name`` on its array parameters, or ``None`` when unknown
+    (no such helper, or one on a call cycle): the one summary of specs/effects.md (EFF-1)."""
+    eff = helper_effects(helpers).get(name)
+    if eff is None or eff.on_cycle:
         return None
-    pos = {p.id: k for k, p in enumerate(h.params)}
-    reads: set[int] = set()
-    writes: set[int] = set()
-    intr = stops = False
-    for a in accesses_stmt(h.body, helpers, seen | {name}):
-        k = pos.get(a.array.id)
-        if k is not None:
-            (writes if a.write else reads).add(k)
-    for n in iter_nodes(h.body):
-        if isinstance(n, Intrinsic) and n.name in THREAD_INTRINSICS:
-            intr = True
-        elif isinstance(n, Stop):
-            stops = True
-        elif isinstance(n, Call):
-            sub = _helper_effects(helpers, n.func, seen | {name})
-            if sub is None or sub.thread_intrinsic:
-                intr = True
-            if sub is None or sub.stops:
-                stops = True
-    return _Effects(frozenset(reads), frozenset(writes), intr, stops)
+    return _Effects(eff.reads, eff.writes, eff.thread_intrinsic, eff.may_stop)
 
 
 def stopping_call(node: Expr | Stmt, helpers: Sequence[HelperFunc]) -> str | None:
@@ -154,9 +147,9 @@ def _call_accesses(
     for k, arg in enumerate(call.args):
         if isinstance(arg, Ref) and arg.var.is_array:
             if eff is None or k in eff.reads:
-                out.append(Access(arg.var, None, False))
+                out.append(Access(arg.var, None, False, call.loc))
             if eff is None or k in eff.writes:
-                out.append(Access(arg.var, None, True))
+                out.append(Access(arg.var, None, True, call.loc))
     return out
 
 
@@ -167,9 +160,9 @@ def _node_accesses(
     for n in iter_nodes(node):
         match n:
             case Read(array=a, index=ix):
-                out.append(Access(a, ix, False))
+                out.append(Access(a, ix, False, n.loc))
             case Store(array=a, index=ix):
-                out.append(Access(a, ix, True))
+                out.append(Access(a, ix, True, n.loc))
             case Call():
                 out.extend(_call_accesses(n, helpers, seen))
             case _:
@@ -209,9 +202,48 @@ def accesses_expr(
     return _node_accesses(e, helpers, seen)
 
 
-def is_index(i: Var, index: tuple[Expr, ...] | None) -> bool:
-    """Whether ``index`` is exactly ``[i]`` (the seed's ``is_index``)."""
-    return index is not None and len(index) == 1 and index[0] == Ref(i)
+def is_index(i: Var, index: tuple[Expr, ...] | None,
+             copies: frozenset[Var] = frozenset()) -> bool:
+    """Whether ``index`` is exactly ``[i]`` (the seed's ``is_index``), where ``i`` may also
+    be one of ``copies``, immutable ``let`` copies of it (EF-3), or a widening cast of one."""
+    if index is None or len(index) != 1:
+        return False
+    return _is_copy(index[0], i, copies)
+
+
+def _is_copy(e: Expr, i: Var, copies: frozenset[Var]) -> bool:
+    match e:
+        case Ref(var=v):
+            return v == i or v in copies
+        case Cast(to=t, arg=x) if t in (Scalar.I32, Scalar.I64):
+            src = scalar_type_of(x)
+            return (src is Scalar.I32 or src is t) and _is_copy(x, i, copies)
+    return False
+
+
+def index_copies(i: Var, body: Stmt) -> frozenset[Var]:
+    """The immutable ``let`` variables of ``body`` that always hold ``i``: every binding
+    of each is ``i``, another such variable, or a widening cast of one (EF-3). A
+    variable also bound otherwise (a ``for`` loop's, one assigned) is never a copy."""
+    lets: dict[Var, list[Expr]] = {}
+    other: set[Var] = set()
+    for n in iter_nodes(body):
+        if isinstance(n, Let):
+            lets.setdefault(n.var, []).append(n.value)
+        elif isinstance(n, For):
+            other.add(n.var)
+        elif isinstance(n, Assign):
+            other.add(n.var)
+    for v in other:
+        lets.pop(v, None)
+    copies: frozenset[Var] = frozenset()
+    while True:
+        more = frozenset(v for v, vals in lets.items()
+                         if not v.mutable and v != i and isinstance(v.type, Scalar)
+                         and v.type.is_int and all(_is_copy(x, i, copies) for x in vals))
+        if more == copies:
+            return copies
+        copies = more
 
 
 # -------------------------------------------------------------------------- consumer shape
@@ -231,6 +263,12 @@ class Consumer:
     reads_at_index: tuple[str, ...]
     written: tuple[str, ...]
     accesses: tuple[Access, ...] = ()
+    #: immutable ``let`` copies of ``index`` (``let t = i in y[t]`` is at the index, EF-3)
+    copies: frozenset[Var] = frozenset()
+
+    def at_index(self, index: tuple[Expr, ...] | None) -> bool:
+        """Whether an access at ``index`` is at C's own element (EF-3)."""
+        return is_index(self.index, index, self.copies)
 
 
 def _refuse_construct(body: Stmt, helpers: Sequence[HelperFunc], kname: str) -> None:
@@ -263,6 +301,7 @@ def _refuse_construct(body: Stmt, helpers: Sequence[HelperFunc], kname: str) -> 
 _SHAPES: dict[int, tuple[Kernel, Consumer | FusionRefused]] = {}
 
 
+@deep
 def consumer_shape(kernel: Kernel) -> Consumer:
     """Recognise an element-wise consumer, or raise :class:`FusionRefused` (EF-1..EF-4).
 
@@ -303,28 +342,39 @@ def _consumer_shape(kernel: Kernel) -> Consumer:
                 "EF-2", f"consumer {kname} declares the shared array {lv.name}", kernel.loc)
     params = {p.id for p in kernel.params if p.is_array}
     acc = [a for a in accesses_stmt(body, kernel.helpers) if a.array.id in params]
-    elsewhere: set[str] = set()
+    copies = index_copies(i, body)
+    elsewhere: dict[str, Access] = {}
     written: list[str] = []
     for a in acc:
         if a.write:
-            if not is_index(i, a.index):
+            if not is_index(i, a.index, copies):
                 raise FusionRefused(
-                    "EF-3", f"consumer {kname} writes {a.array.name} away from index {i.name}",
-                    kernel.loc)
+                    "EF-3", f"consumer {kname} writes {a.array.name} away from its index "
+                    f"{i.name}: {_where(a)}", a.loc or kernel.loc)
             if a.array.name not in written:
                 written.append(a.array.name)
-        elif not is_index(i, a.index):
-            elsewhere.add(a.array.name)
+        elif not is_index(i, a.index, copies):
+            elsewhere.setdefault(a.array.name, a)
     for w in written:
         if w in elsewhere:
             raise FusionRefused(
                 "EF-4",
-                f"consumer {kname} writes {w} and reads it away from index {i.name}",
-                kernel.loc)
+                f"consumer {kname} writes {w} and reads it away from its index {i.name}: "
+                f"{_where(elsewhere[w])}", elsewhere[w].loc or kernel.loc)
     reads = tuple(p.name for p in kernel.params if p.is_array and p.name not in elsewhere)
-    return Consumer(kernel, i, body, reads, tuple(written), tuple(acc))
+    well_formed(kernel, "consumer")  # what the analysis above takes for granted (EF-1)
+    return Consumer(kernel, i, body, reads, tuple(written), tuple(acc), copies)
 
 
+def _where(a: Access) -> str:
+    """An access as the user wrote it: ``y[i + 1]``, or the call it is passed to."""
+    if a.index is None:
+        return f"{a.array.name} is passed to a function that " \
+            f"{'writes' if a.write else 'reads'} it"
+    return f"{a.array.name}[{', '.join(print_expr(x) for x in a.index)}]"
+
+
+@deep
 def consumer(kernel: Kernel) -> Consumer | FusionRefused:
     """:func:`consumer_shape` as a result: the consumer, or the refusal (not raised)."""
     try:
@@ -356,29 +406,43 @@ def window_conflict(
              if a.array.id in p_params]
     p_w = {p_buffer(a.array) for a in p_acc if a.write}
     p_r = {p_buffer(a.array) for a in p_acc if not a.write}
-    c_else = {c_buffer(a.array) for a in c.accesses
-              if not a.write and not is_index(c.index, a.index)}
-    pn, cn, loc = producer.name, c.kernel.name, c.kernel.loc
+    c_else = {c_buffer(a.array): a.array.name for a in c.accesses
+              if not a.write and not c.at_index(a.index)}
+    pn, cn = producer.name, c.kernel.name
+
+    def which(b: Hashable, nm: str, write: bool) -> str:
+        """``", which producer P reads"``, naming the buffer as P does when P's name for
+        it is not C's ``nm`` (the user's names, LEG-7)."""
+        names = list(dict.fromkeys(a.array.name for a in p_acc
+                                   if p_buffer(a.array) == b and a.write == write))
+        verb = "writes" if write else "reads"
+        if names == [nm] or not names:
+            return f", which producer {pn} {verb}"
+        return f", the buffer producer {pn} {verb} as {', '.join(names)}"
+
     for a in c.accesses:
         b = c_buffer(a.array)
         nm = a.array.name
         why = None
         if not a.write and b in p_w:
             if b != intermediate:
-                why = (f"consumer {cn} reads {nm}, which producer {pn} writes "
-                       "(only the intermediate array may be read)")
-            elif not is_index(c.index, a.index):
-                why = f"consumer {cn} reads the intermediate {nm} away from its index"
+                why = (f"consumer {cn} reads {nm}{which(b, nm, True)} (only the "
+                       "intermediate array may be read)")
+            elif not c.at_index(a.index):
+                why = (f"consumer {cn} reads the intermediate {nm} away from its index "
+                       f"{c.index.name}: {_where(a)}")
         elif a.write:
             if b in p_r:
-                why = f"consumer {cn} writes {nm}, which producer {pn} reads"
+                why = f"consumer {cn} writes {nm}{which(b, nm, False)}"
             elif b in p_w and b != intermediate:
-                why = f"consumer {cn} writes {nm}, which producer {pn} also writes"
+                why = f"consumer {cn} writes {nm}{which(b, nm, True)} too"
             elif b in c_else:
-                why = (f"consumer {cn} writes {nm}, which it also reads (under another "
-                       "name) away from its index")
+                other = c_else[b]
+                why = (f"consumer {cn} writes {nm}, which it also reads "
+                       + (f"as {other} " if other != nm else "")
+                       + f"away from its index {c.index.name}")
         if why is not None:
-            return FusionRefused(rule, why, loc)
+            return FusionRefused(rule, why, a.loc or c.kernel.loc)
     return None
 
 
@@ -542,16 +606,27 @@ def _check_shared(producer: Kernel, consumer: Kernel, shared: Mapping[str, str])
             cv = consumer.param(cname)
         except KeyError:
             raise FusionRefused(
-                "EF-6", f"shared: consumer {consumer.name} has no parameter {cname}") from None
+                "EF-6", f"shared={{{cname!r}: {pname!r}}}: consumer {consumer.name} has no "
+                f"parameter {cname}", consumer.loc,
+                options={f"shared={{{cname!r}: {pname!r}}}": ("shared", f"{cname}={pname}")}
+            ) from None
         try:
             pv = producer.param(pname)
         except KeyError:
             raise FusionRefused(
-                "EF-6", f"shared: producer {producer.name} has no parameter {pname}") from None
+                "EF-6", f"shared={{{cname!r}: {pname!r}}}: producer {producer.name} has no "
+                f"parameter {pname}", producer.loc,
+                options={f"shared={{{cname!r}: {pname!r}}}": ("shared", f"{cname}={pname}")}
+            ) from None
         if cv.type != pv.type:
             raise Incompatible(
                 "EF-6", f"shared parameters {cname} : {cv.type} of {consumer.name} and "
-                f"{pname} : {pv.type} of {producer.name} have different types")
+                f"{pname} : {pv.type} of {producer.name} have different types", consumer.loc)
+
+
+def _pairs(shared: Mapping[str, str]) -> str:
+    """``shared`` as ``c=p`` pairs (``none`` when empty)."""
+    return ", ".join(f"{c}={p}" for c, p in shared.items()) or "none"
 
 
 def _written_params(k: Kernel) -> list[Var]:
@@ -571,11 +646,15 @@ def default_p_array(producer: Kernel, c: Consumer, shared: Mapping[str, str]) ->
     if not cands:
         raise FusionRefused(
             "EF-7", f"consumer {c.kernel.name} reads no array that producer "
-            f"{producer.name} writes (through shared)", c.kernel.loc)
+            f"{producer.name} writes through shared ({producer.name} writes "
+            f"{', '.join(v.name for v in _written_params(producer)) or 'nothing'}; "
+            f"{c.kernel.name} reads {', '.join(sorted(read)) or 'nothing'}; shared: "
+            f"{_pairs(shared)})", c.kernel.loc)
     if len(cands) > 1:
         raise FusionRefused(
-            "EF-7", f"the intermediate array is ambiguous: {', '.join(cands)} "
-            "(choose one with p_array)", c.kernel.loc)
+            "EF-7", f"the intermediate array is ambiguous: producer {producer.name} writes "
+            f"{', '.join(cands)}, which consumer {c.kernel.name} reads (choose one with "
+            "p_array=NAME)", c.kernel.loc, options={"p_array=NAME": ("p_array", "NAME")})
     return cands[0]
 
 
@@ -584,19 +663,46 @@ def _check_p_array(producer: Kernel, p_array: str) -> None:
         pv = producer.param(p_array)
     except KeyError:
         raise FusionRefused(
-            "EF-7", f"producer {producer.name} has no parameter {p_array}") from None
+            "EF-7", f"p_array={p_array!r}: producer {producer.name} has no parameter "
+            f"{p_array}", producer.loc,
+            options={f"p_array={p_array!r}": ("p_array", p_array)}) from None
     t = pv.type
     if not (isinstance(t, ArrayType) and t.rank == 1 and t.lower == (0,)
             and t.space is MemSpace.GLOBAL):
         raise FusionRefused(
-            "EF-7", f"the intermediate {p_array} : {t} is not a zero-based rank-1 array")
+            "EF-7", f"the intermediate {p_array} : {t} is not a zero-based rank-1 global "
+            "array", producer.loc)
     for a in accesses_stmt(producer.body, producer.helpers):
         if a.array == pv and a.write and a.index is None:
             raise FusionRefused(
                 "EF-8", f"producer {producer.name} passes {p_array} to a function that "
-                "writes it: its stores cannot be followed")
+                "writes it: its stores cannot be followed", a.loc or producer.loc)
 
 
+def _check_fuse_arguments(producer: object, consumer: object, shared: object,
+                          p_array: object, name: object) -> None:
+    """Arguments of :func:`fuse` of the wrong kind are a ``TypeError``, a fused-kernel
+    name that would not read back as ``.sk`` text a ``ValueError`` (EF-17)."""
+    from sarek_py.ir.parser import name_problem
+
+    for what, k in (("producer", producer), ("consumer", consumer)):
+        if not isinstance(k, Kernel):
+            hint = " (the .ir of a @kernel function)" if hasattr(k, "ir") else ""
+            raise TypeError(f"fuse(): the {what} must be an IR Kernel{hint}, not "
+                            f"{type(k).__name__}")
+    if not isinstance(shared, Mapping) or not all(
+            isinstance(c, str) and isinstance(p, str) for c, p in shared.items()):
+        raise TypeError("fuse(): shared must map consumer parameter names to producer "
+                        f"parameter names (a dict of str to str), not {type(shared).__name__}"
+                        " (shared_by_name(producer, consumer) gives the usual mapping)")
+    if p_array is not None and not isinstance(p_array, str):
+        raise TypeError(f"fuse(): p_array must be a parameter name, not {type(p_array).__name__}")
+    if name is not None and (why := name_problem(name)) is not None:
+        raise (TypeError if not isinstance(name, str) else ValueError)(
+            f"fuse(): name: {why}")
+
+
+@deep
 def fuse(
     producer: Kernel,
     consumer: Kernel,
@@ -604,6 +710,7 @@ def fuse(
     shared: Mapping[str, str],
     p_array: str | None = None,
     name: str | None = None,
+    threads: tuple[Count, Count] | None = None,
 ) -> Kernel:
     """Inline ``consumer`` after every store of ``producer`` to ``p_array`` (EF-*).
 
@@ -611,25 +718,48 @@ def fuse(
     producer parameter (the intermediate among them) to that producer parameter.
     Parameters of the result: P's, then C's that are not shared, then ``ep_tc`` (C's
     thread count). Raises :class:`FusionRefused` (or :class:`Incompatible`) with the
-    rule that refuses. Whether the launches make this exact is
-    :func:`sarek_py.fusion.legality.check_launches`'s business.
+    rule that refuses.
+
+    The result carries its launch conditions (``Kernel.requires``, LEG-13): every launch
+    path checks, with the launch's numbers, that P's part stores each element of
+    ``[0, ep_tc)`` exactly once and that the array arguments are distinct buffers, and
+    refuses it otherwise (LEG-14, LEG-15). ``threads=(tp, tc)`` gives the thread counts
+    of P and C (each a number or the name of an integer scalar parameter of P): the
+    exactly-once proof is then made at once, for every value of P's scalar parameters,
+    and the launch must use these counts (LEG-16).
     """
+    _check_fuse_arguments(producer, consumer, shared, p_array, name)
+    if consumer.requires is not None:
+        raise FusionRefused(
+            "EF-15", f"consumer {consumer.name} is itself a fused kernel with launch "
+            "conditions: fuse it as the producer of a chain instead", consumer.loc)
     c = consumer_shape(consumer)
+    well_formed(producer, "producer")
     _check_shared(producer, consumer, shared)
     if p_array is None:
         p_array = default_p_array(producer, c, shared)
     _check_p_array(producer, p_array)
     if p_array not in shared.values():
         raise FusionRefused(
-            "EF-7", f"no consumer parameter is shared with the intermediate {p_array}")
-    to_p = {consumer.param(cn_).id: pn for cn_, pn in shared.items()}
+            "EF-7", f"no parameter of consumer {consumer.name} is shared with the "
+            f"intermediate {p_array} (shared: {_pairs(shared)}; map the consumer "
+            f"parameter that reads it with shared=)", consumer.loc,
+            options={"shared=)": ("shared", f"c={p_array})")})
+    same = producer.requires.group_of if producer.requires is not None else _alone
+    to_p = {consumer.param(cn_).id: same(pn)[0] for cn_, pn in shared.items()}
     conflict = window_conflict(
         producer, c,
-        p_buffer=lambda v: ("p", v.name),
+        p_buffer=lambda v: ("p", same(v.name)[0]),
         c_buffer=lambda v: ("p", to_p[v.id]) if v.id in to_p else ("c", v.name),
-        intermediate=("p", p_array), rule="EF-9")
+        intermediate=("p", same(p_array)[0]), rule="EF-9")
     if conflict is not None:
         raise conflict
+    also = [n for n in same(p_array) if n != p_array
+            and n in {w.name for w in _written_params(producer)}]
+    if also:
+        raise FusionRefused("EF-9", f"producer {producer.name} writes the intermediate "
+                            f"{p_array}'s buffer also through {', '.join(also)}")
+    counts = None if threads is None else _declared_counts(producer, p_array, threads)
     the_ids = ids(producer, consumer)
     params, locals_, helpers = merged_declarations(producer, consumer, shared, the_ids)
     cn = consumer_names(producer, consumer, shared, the_ids.c_shift)
@@ -638,8 +768,64 @@ def fuse(
     extra = max((lv.type.rank for lv in consumer.locals if isinstance(lv.type, ArrayType)),
                 default=0)
     reserve_ids(the_ids.tc_id + extra)
-    return Kernel(name or f"{producer.name}_{consumer.name}", params, locals_, body, helpers,
+    fname = name or f"{producer.name}_{consumer.name}"
+    return Kernel(fname, params, locals_, body, helpers,
+                  requires=_requires(producer, consumer, p_array, params[-1].name, counts),
                   loc=producer.loc)
+
+
+def _alone(name: str) -> tuple[str, ...]:
+    return (name,)
+
+
+def _requires(producer: Kernel, consumer: Kernel, p_array: str, count: str,
+              counts: tuple[Count, Count] | None) -> FusionRequires:
+    """The launch conditions of the fused kernel (LEG-13): this step, then the
+    producer's own steps (a chain), renamed as the fused kernel names them."""
+    pn = producer_names.prefix
+    inner = producer.requires.renamed(pn) if producer.requires is not None else None
+    th = None if counts is None else tuple(pn + t if isinstance(t, str) else t
+                                           for t in counts)
+    step = FusionStep(producer.name, consumer.name, pn + p_array, count,
+                      th)  # type: ignore[arg-type]
+    return FusionRequires((step, *(inner.steps if inner else ())),
+                          inner.same if inner else ())
+
+
+def _declared_counts(producer: Kernel, p_array: str,
+                     threads: tuple[Count, Count]) -> tuple[Count, Count]:
+    """Check ``threads=(tp, tc)`` of :func:`fuse` and prove at once that P launched on
+    ``tp`` threads stores every element of ``[0, tc)`` exactly once, for every value of
+    P's scalar parameters (LEG-16)."""
+    from sarek_py.fusion.legality import index_slice
+    from sarek_py.fusion.sequence import ArgValue, KernelLaunch
+
+    if not (isinstance(threads, tuple) and len(threads) == 2):
+        raise FusionRefused("LEG-16", f"threads must be a pair (tp, tc), not {threads!r}")
+    ints = {p.name: p for p in producer.params
+            if not p.is_array and p.type in (Scalar.I32, Scalar.I64)}
+    exprs: list[Expr] = []
+    for what, t in zip(("tp", "tc"), threads, strict=True):
+        if isinstance(t, str) and t in ints:
+            exprs.append(Ref(ints[t]))
+        elif isinstance(t, int) and not isinstance(t, bool) and 0 <= t <= 2**31 - 1:
+            exprs.append(Const(t, Scalar.I32))
+        else:
+            raise FusionRefused(
+                "LEG-16", f"threads: {what} = {t!r} is neither a thread count (0 .. 2^31-1) "
+                f"nor an integer scalar parameter of {producer.name}")
+    args: dict[str, ArgValue] = {p.name: Ref(p) for p in producer.params
+                                 if not p.is_array and isinstance(p.type, Scalar)
+                                 and (p.type.is_int or p.type is Scalar.BOOL)}
+    launch = KernelLaunch(producer, exprs[0] if isinstance(threads[0], str) else threads[0],
+                          256, args)
+    tc: int | Expr = exprs[1] if isinstance(threads[1], str) else threads[1]
+    try:
+        index_slice(launch, p_array, tc)
+    except FusionRefused as r:
+        raise FusionRefused(
+            r.rule, f"with threads=({threads[0]}, {threads[1]}): {r.reason}", r.loc) from None
+    return threads[0], threads[1]
 
 
 def shared_by_name(producer: Kernel, consumer: Kernel) -> dict[str, str]:

@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from sarek_py.analysis.effects import helper_effects
 from sarek_py.fusion.inline_returns import returns_to_assign, tail_returns
 from sarek_py.ir.intrinsics import THREAD_INTRINSICS
 from sarek_py.ir.nodes import (
@@ -59,7 +60,7 @@ from sarek_py.ir.nodes import (
 )
 from sarek_py.ir.typeof import type_of
 from sarek_py.ir.types import ArrayType, Scalar
-from sarek_py.ir.visit import free_vars, helper_closure, iter_exprs, iter_nodes, map_node
+from sarek_py.ir.visit import helper_closure, iter_nodes, map_node
 
 Select = Callable[[Call], bool]
 
@@ -134,23 +135,10 @@ def helper_refusal(name: str, helpers: Iterable[HelperFunc]) -> NotInlined | Non
 
 
 def self_contained(helpers: Iterable[HelperFunc]) -> frozenset[str]:
-    """The names of the self-contained helpers (INL-9), a greatest fixpoint."""
-    table = _table(helpers)
-    ok: set[str] = set()
-    for name, h in table.items():
-        names_own = free_vars(h.body) <= set(h.params)
-        no_ids = not any(isinstance(e, Intrinsic) and e.name in THREAD_INTRINSICS
-                         for e in iter_exprs(h.body))
-        if names_own and no_ids:
-            ok.add(name)
-    changed = True
-    while changed:
-        changed = False
-        for name in sorted(ok):
-            if any(c.func not in ok for c in _calls(table[name].body)):
-                ok.discard(name)
-                changed = True
-    return frozenset(ok)
+    """The names of the self-contained helpers (INL-9), from the one effect summary
+    (specs/effects.md, EFF-1, EFF-2)."""
+    summary = helper_effects(_table(helpers).values())
+    return frozenset(name for name, e in summary.items() if e.self_contained)
 
 
 def is_self_contained(helper: HelperFunc, helpers: Iterable[HelperFunc]) -> bool:

@@ -35,9 +35,10 @@ from sarek_py.fusion.affine import (
     Constraint,
     covers_exactly_once,
     ge0,
-    store_sites,
     to_affine,
 )
+from sarek_py.fusion.affine_paths import NotExact, store_sites_why
+from sarek_py.fusion.affine_reasons import Cause, affine_cause, cause, quote
 from sarek_py.fusion.affine_wrap import tests_and_lets, wrap_risk
 from sarek_py.fusion.epilogue import (
     Consumer,
@@ -48,12 +49,15 @@ from sarek_py.fusion.epilogue import (
 )
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.fusion.sequence import ArgValue, KernelLaunch, is_symbolic
+from sarek_py.fusion.well_formed import well_formed
+from sarek_py.ir.deep import deep
 from sarek_py.ir.intrinsics import GLOBAL_IDS
 from sarek_py.ir.nodes import (
     Assign,
     Barrier,
     Binary,
     BinaryOp,
+    Call,
     Cast,
     Const,
     Empty,
@@ -61,8 +65,10 @@ from sarek_py.ir.nodes import (
     For,
     If,
     Intrinsic,
+    Kernel,
     Length,
     Let,
+    Loc,
     Pragma,
     Ref,
     Return,
@@ -175,10 +181,11 @@ def _ge0(f: Aff, universe: GSet) -> GSet:
 class _Unsure(Exception):
     """The analysis cannot decide: fusion is refused with this reason."""
 
-    def __init__(self, rule: str, message: str):
+    def __init__(self, rule: str, message: str, loc: Loc | None = None):
         super().__init__(message)
         self.rule = rule
         self.message = message
+        self.loc = loc
 
 
 Value = Aff | GSet
@@ -193,13 +200,19 @@ class _Analysis:
     array: Var
     universe: GSet
     env: dict[int, Value] = attrs.field(factory=dict)
+    #: immutable ``let`` variables with their definitions (to say why a value is unknown)
+    defs: dict[Var, Expr] = attrs.field(factory=dict)
+    #: the location of the first store of the intermediate met (LEG-3 refusals)
+    first_store: Loc | None = None
 
     # -- expressions
 
     def _fits(self, e: Expr, f: Aff) -> Aff | None:
         t = type_of(e)
-        if t not in _RANGE or not self.universe:
+        if t not in _RANGE:
             return None
+        if not self.universe:
+            return f  # no thread evaluates it: nothing can wrap (LEG-6, LEG-17)
         lo, hi = _RANGE[t]
         ends = (f.at(self.universe.spans[0][0]), f.at(self.universe.spans[-1][1]))
         return f if lo <= min(ends) and max(ends) <= hi else None
@@ -262,6 +275,30 @@ class _Analysis:
                 return Aff(0, r if x.b >= 0 else -r)
         return None
 
+    def known(self, e: Expr) -> bool:
+        """Whether the integer or boolean ``e`` is known (LEG-2)."""
+        if type_of(e) is Scalar.BOOL:
+            return self.cond(e) is not None
+        return self.aff(e) is not None
+
+    def cause(self, e: Expr) -> Cause:
+        """Why ``e`` is not known: the smallest unknown part and what it is (LEG-17)."""
+
+        def leaf(x: Expr) -> Cause | None:
+            if type_of(x) in _RANGE and self._aff(x) is not None:
+                t = type_of(x)
+                return Cause(x, f"{quote(x)} may overflow {t} for some thread in "
+                             f"[0, {self.launch.threads}) (the device would wrap around)",
+                             x.loc, "overflow")
+            if isinstance(x, Length):
+                return Cause(x, f"the length of {x.array.name} is not known (bind a numpy "
+                             "array to it to make it known)", x.loc)
+            if isinstance(x, Ref) and x.var in self.launch.kernel.params:
+                return Cause(x, f"{x.var.name} has no integer value at this launch", x.loc)
+            return None
+
+        return cause(e, self.known, self.defs, leaf)
+
     def cond(self, e: Expr) -> GSet | None:
         """The thread ids of the universe where the boolean ``e`` holds, or ``None``."""
         u = self.universe
@@ -294,14 +331,20 @@ class _Analysis:
         (threads, index) pieces, and the threads that come out of ``s``."""
         match s:
             case Store(array=a, index=(ix,)) if a == self.array:
+                if self.first_store is None:
+                    self.first_store = s.loc
                 f = self.aff(ix)
                 if f is None:
-                    raise _Unsure("LEG-2", f"the store index of {a.name} is not affine in "
-                                  "the thread id with known coefficients")
+                    why = self.cause(ix)
+                    raise _Unsure("LEG-6" if why.kind == "overflow" else "LEG-2",
+                                  f"the store index {quote(ix)} of {a.name} is not affine "
+                                  f"in the thread id with known coefficients: {why.text}",
+                                  why.loc or s.loc)
                 return ([(alive, f)] if alive else []), alive
             case Let(var=v, value=e, body=b):
                 val: Value | None = None
                 if not v.mutable:
+                    self.defs[v] = e
                     val = self.cond(e) if type_of(e) is Scalar.BOOL else self.aff(e)
                 if val is None:
                     self.env.pop(v.id, None)  # a binder may be reused: forget its old value
@@ -320,14 +363,16 @@ class _Analysis:
                 return self._for(s, alive)
             case While(body=b):
                 if self._touches(b):
-                    raise _Unsure("LEG-5", "a while loop stores the intermediate or returns")
+                    raise _Unsure("LEG-5", f"a while loop stores {self.array.name} or "
+                                  "returns (its iterations cannot be followed)", s.loc)
                 return [], alive
             case Pragma(body=b):
                 return self.walk(b, alive)
             case Return():
                 return [], GSet()
             case Stop():
-                raise _Unsure("LEG-5", "the producer may stop")
+                raise _Unsure("LEG-5", "the producer may stop (the elements it would store "
+                              "after the stop are not known)", s.loc)
             case Store() | Assign() | Barrier() | Empty():
                 return [], alive
         raise _Unsure("LEG-2", f"cannot follow {type(s).__name__}")  # pragma: no cover
@@ -339,6 +384,12 @@ class _Analysis:
     def _if(self, c: Expr, t: Stmt, e: Stmt | None,
             alive: GSet) -> tuple[list[tuple[GSet, Aff]], GSet]:
         s = self.cond(c)
+        why: Cause | None = None
+        if s is None:
+            why = self.cause(c)
+            if why.kind == "overflow":
+                raise _Unsure("LEG-6", f"the test {quote(c)} is not known: {why.text}",
+                              why.loc or c.loc)
         if s is not None:
             ti, ta = self.walk(t, alive & s)
             ei, ea = self.walk(e, alive - s) if e is not None else ([], alive - s)
@@ -346,9 +397,11 @@ class _Analysis:
         ti, ta = self.walk(t, alive)
         ei, ea = self.walk(e, alive) if e is not None else ([], alive)
         if _key(ti) != _key(ei) or ta != ea:
+            assert why is not None
+            what = "stored" if _key(ti) != _key(ei) else "stored after it (some threads return)"
             raise _Unsure(
-                "LEG-4", f"a condition that is not affine in the thread id decides which "
-                f"elements of {self.array.name} are stored (or which threads return)")
+                "LEG-4", f"the test {quote(c)} decides which elements of {self.array.name} "
+                f"are {what}, and it is not known: {why.text}", why.loc or c.loc)
         return ti, ta
 
     def _for(self, s: For, alive: GSet) -> tuple[list[tuple[GSet, Aff]], GSet]:
@@ -356,12 +409,17 @@ class _Analysis:
             return [], alive
         lo, hi = self.aff(s.start), self.aff(s.stop)
         if lo is None or hi is None or lo.a != 0 or hi.a != 0:
+            bad = s.start if lo is None or lo.a != 0 else s.stop
+            why = (self.cause(bad).text if self.aff(bad) is None
+                   else f"{quote(bad)} depends on the thread id")
             raise _Unsure("LEG-5", f"the loop over {s.var.name} around a store of "
-                          f"{self.array.name} has bounds that are not known constants")
+                          f"{self.array.name} has bounds that are not known constants: "
+                          f"{why}", s.loc)
         ks = range(lo.b, hi.b - 1, -1) if s.down else range(lo.b, hi.b + 1)
         if len(ks) > MAX_UNROLL:
-            raise _Unsure("LEG-5", f"the loop over {s.var.name} has more than {MAX_UNROLL} "
-                          "iterations")
+            raise _Unsure("LEG-5", f"the loop over {s.var.name} around a store of "
+                          f"{self.array.name} has {len(ks)} iterations, more than "
+                          f"{MAX_UNROLL} (the analysis follows them one by one)", s.loc)
         items: list[tuple[GSet, Aff]] = []
         for k in ks:
             self.env[s.var.id] = Aff(0, k)
@@ -437,27 +495,54 @@ def _overlap(p: tuple[int, int, Aff], q: tuple[int, int, Aff]) -> bool:
     return max(s1[0], s2[0]) <= min(s1[1], s2[1])
 
 
-def exactly_once(items: Sequence[tuple[GSet, Aff]], tc: int, name: str) -> None:
-    """Raise unless the pieces store every element of ``[0, tc)`` exactly once (LEG-3)."""
+def exactly_once(items: Sequence[tuple[GSet, Aff]], tc: int, name: str,
+                 consumer: str | None = None, loc: Loc | None = None) -> None:
+    """Raise unless the pieces store every element of ``[0, tc)`` exactly once (LEG-3).
+
+    ``tc`` is the consumer's thread count: the fused kernel runs the consumer's body for
+    an element right after the producer stores it, so each of the consumer's threads
+    needs its element stored once (``consumer`` names the consumer in the messages)."""
+    who = f"{consumer}'s" if consumer else "the consumer's"
     pieces: list[tuple[int, int, Aff]] = []
     for gs, f in items:
         inside = _ge0(f, gs) & _ge0(Aff(-f.a, tc - 1 - f.b), gs)
         for lo, hi in inside.spans:
             if f.a == 0 and hi > lo:
                 raise _Unsure("LEG-3", f"element {f.b} of {name} is stored by {hi - lo + 1} "
-                              "threads")
+                              f"threads (threads {lo}..{hi})", loc)
             pieces.append((lo, hi, f))
     if len(pieces) > MAX_PIECES:
-        raise _Unsure("LEG-3", f"the stores of {name} split into too many pieces to compare")
+        raise _Unsure("LEG-3", f"the stores of {name} split into {len(pieces)} pieces, more "
+                      f"than {MAX_PIECES} to compare", loc)
     for k, p in enumerate(pieces):
         for q in pieces[k + 1:]:
             if _overlap(p, q):
                 raise _Unsure("LEG-3", f"some element of {name} in [0, {tc}) is stored "
-                              "more than once")
+                              "more than once (by two threads, or twice by one)", loc)
     total = sum(hi - lo + 1 for lo, hi, _ in pieces)
     if total != tc:
-        raise _Unsure("LEG-3", f"the producer stores {total} of the {tc} elements of "
-                      f"{name} that the consumer reads")
+        missing = _missing(pieces, tc)
+        raise _Unsure("LEG-3", f"the producer stores {total} of the {tc} elements "
+                      f"[0, {tc}) of {name} over which {who} {tc} threads are launched"
+                      f"{missing}; fused, the consumer's body runs only right after a "
+                      "store", loc)
+
+
+def _missing(pieces: Sequence[tuple[int, int, Aff]], tc: int) -> str:
+    """`` (elements a..b, … not stored)`` when the pieces are ranges, else ``""``."""
+    covered = GSet()
+    for lo, hi, f in pieces:
+        if abs(f.a) > 1:
+            return ""
+        x, y = f.at(lo), f.at(hi)
+        covered = covered | GSet.range(min(x, y), max(x, y))
+    gaps = (GSet.range(0, tc - 1) - covered).spans
+    if not gaps:
+        return ""
+    shown = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in gaps[:3])
+    more = ", …" if len(gaps) > 3 else ""
+    many = len(gaps) > 1 or gaps[0][0] != gaps[0][1]
+    return f" (element{'s' if many else ''} {shown}{more} {'are' if many else 'is'} not stored)"
 
 
 # ---------------------------------------------------------------------------- buffers
@@ -466,33 +551,41 @@ def exactly_once(items: Sequence[tuple[GSet, Aff]], tc: int, name: str) -> None:
 def buffer_key(v: ArgValue) -> Hashable | None:
     """The identity of the buffer an argument names (``None`` for a scalar).
 
-    Two numpy arrays are the same buffer when they are the same view (same first
-    element and strides) of one base array; views that overlap otherwise are refused by
-    :func:`launch_window`.
+    Two numpy arrays are the same buffer only when they are the same memory range with
+    the same shape, strides and dtype (a prefix ``t[:k]`` of ``t``, or ``t.view(i32)``,
+    is not ``t``); arrays that overlap otherwise are refused by :func:`launch_window`
+    (LEG-1, LEG-7).
     """
     if isinstance(v, str):
         return ("buffer", v)
     if isinstance(v, np.ndarray):
         start = v.__array_interface__["data"][0]
-        return ("array", id(_root(v)), start, v.strides)
+        return ("array", start, v.shape, v.strides, v.dtype.str)
     return None
 
 
-def _root(v: np.ndarray) -> np.ndarray:
-    root = v
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    return root
-
-
 def _partial_alias(launches: Sequence[KernelLaunch]) -> str | None:
-    """Two arrays bound in ``launches`` that overlap without being the same view."""
+    """Two arrays bound in ``launches`` that overlap without being the same buffer
+    (LEG-1: the same memory, shape, strides and dtype), or one a kernel writes whose own
+    elements overlap (a stride-0 or ``as_strided`` view: no buffer of distinct elements,
+    LEG-1; read only, such an array is harmless: ``np.broadcast_to`` inputs fuse)."""
+    from sarek_py.fusion.conditions import overlap, overlaps_itself
+
     arrays = [(f"{lc.kernel.name}.{k}", v) for lc in launches for k, v in lc.args.items()
               if isinstance(v, np.ndarray)]
+    for lc in launches:
+        k = lc.kernel
+        for acc in accesses_stmt(k.body, k.helpers):
+            v = lc.args.get(acc.array.name) if acc.write and acc.array in k.params else None
+            itself = overlaps_itself(v)
+            if itself is not None:
+                return (f"{k.name}.{acc.array.name}, which {k.name} writes, is bound to an "
+                        f"array that is not a buffer of distinct elements: {itself}")
     for n, (na, a) in enumerate(arrays):
         for nb, b in arrays[n + 1:]:
-            if buffer_key(a) != buffer_key(b) and np.may_share_memory(a, b):
-                return f"{na} and {nb} overlap without being the same view"
+            if buffer_key(a) != buffer_key(b) and overlap(a, b):
+                return (f"{na} and {nb} overlap without being the same buffer (one buffer "
+                        "is the same memory with the same shape, strides and dtype)")
     return None
 
 
@@ -521,7 +614,8 @@ def _symbolic(producer: KernelLaunch, tc: int | Expr) -> bool:
                for p in producer.kernel.params if not p.is_array)
 
 
-def index_slice(producer: KernelLaunch, p_array: str, tc: int | Expr) -> None:
+def index_slice(producer: KernelLaunch, p_array: str, tc: int | Expr,
+                consumer: str | None = None) -> None:
     """Prove that P's launch stores each element of ``[0, tc)`` of ``p_array`` exactly
     once (the seed's ``Index_slice``), or raise :class:`FusionRefused` (LEG-2..LEG-6,
     LEG-12 when counts or arguments are symbolic)."""
@@ -530,15 +624,17 @@ def index_slice(producer: KernelLaunch, p_array: str, tc: int | Expr) -> None:
     for a in accesses_stmt(k.body, k.helpers):
         if a.array == arr and a.write and a.index is None:
             raise FusionRefused("LEG-2", f"{k.name}: {p_array} is passed to a function that "
-                                "writes it: its stores cannot be followed")
+                                "writes it: its stores cannot be followed", _call_loc(k, arr))
     stops = stopping_call(k.body, k.helpers)
     if stops is not None:
         raise FusionRefused("LEG-5", f"{k.name}: the producer may stop (in helper function "
-                            f"{stops})")
+                            f"{stops})", _call_of(k.body, stops))
     if _symbolic(producer, tc):
         _index_slice_symbolic(producer, arr, tc)
         return
     assert isinstance(producer.threads, int) and isinstance(tc, int)
+    if tc > I32_MAX:
+        raise FusionRefused("LEG-6", _EP_TC.format(k=k.name, tc=tc), k.loc)
     an = _Analysis(producer, arr, GSet.range(0, producer.threads - 1))
     for p in k.params:
         if not p.is_array and p.name in producer.args:
@@ -550,9 +646,27 @@ def index_slice(producer: KernelLaunch, p_array: str, tc: int | Expr) -> None:
                 an.env[p.id] = Aff(0, int(v))
     try:
         items, _ = an.walk(k.body, an.universe)
-        exactly_once(items, tc, p_array)
+        exactly_once(items, tc, p_array, consumer, an.first_store or k.loc)
     except _Unsure as u:
-        raise FusionRefused(u.rule, f"{k.name}: {u.message}") from None
+        raise FusionRefused(u.rule, f"{k.name}: {u.message}", u.loc or k.loc) from None
+
+
+def _call_loc(k: Kernel, arr: Var) -> Loc | None:
+    """Where ``k`` passes ``arr`` to a function."""
+    for n in iter_nodes(k.body):
+        if isinstance(n, Call) and any(isinstance(a, Ref) and a.var == arr for a in n.args):
+            return n.loc
+    return k.loc
+
+
+def _call_of(body: Stmt, func: str) -> Loc | None:
+    return next((n.loc for n in iter_nodes(body) if isinstance(n, Call) and n.func == func),
+                None)
+
+
+#: the rule of each kind of :class:`NotExact` (LEG-12 refusals name the real cause)
+_NOT_EXACT_RULE = {"index": "LEG-2", "alternatives": "LEG-2", "loop": "LEG-5",
+                   "leave": "LEG-5"}
 
 
 def _as_expr(v: ArgValue, t: Scalar) -> Expr | None:
@@ -574,8 +688,10 @@ def _index_slice_symbolic(producer: KernelLaunch, arr: Var, tc: int | Expr) -> N
     (:mod:`sarek_py.fusion.affine`): store sites with exact guards, then coverage of
     ``[0, tc)`` exactly once by Fourier-Motzkin."""
     k = producer.kernel
-    if any(isinstance(n, Stop) for n in iter_nodes(k.body)):
-        raise FusionRefused("LEG-5", f"{k.name}: the producer may stop")
+    stop = next((n for n in iter_nodes(k.body) if isinstance(n, Stop)), None)
+    if stop is not None:
+        raise FusionRefused("LEG-5", f"{k.name}: the producer may stop (the elements it "
+                            "would store after the stop are not known)", stop.loc)
     binding: dict[Var, Expr] = {}
     for p in k.params:
         if not p.is_array and isinstance(p.type, Scalar) and p.name in producer.args:
@@ -587,14 +703,17 @@ def _index_slice_symbolic(producer: KernelLaunch, arr: Var, tc: int | Expr) -> N
     symbols = frozenset().union(*(_host_vars(e) for e in [*binding.values(), *counts]
                                   if e is not None))
     ctx = AffineCtx(invariant=frozenset(v for v in symbols if v.mutable))
-    sites = store_sites(body, arr, ctx)
-    if sites is None:
-        raise FusionRefused("LEG-2", f"{k.name}: a store index of {arr.name} or a condition "
-                            "around it is not affine in the thread id and the host symbols")
+    sites = store_sites_why(body, arr, ctx)
+    if isinstance(sites, NotExact):
+        rule = _NOT_EXACT_RULE.get(sites.kind, "LEG-4" if sites.data else "LEG-2")
+        raise FusionRefused(rule, f"{k.name}: {sites.reason}", sites.loc or k.loc)
     forms = [None if e is None else to_affine(e, ctx) for e in counts]
     if forms[0] is None or forms[1] is None:
-        raise FusionRefused("LEG-12", f"{k.name}: the thread counts are not affine in the "
-                            "host symbols")
+        bad = counts[0] if forms[0] is None else counts[1]
+        why = "" if bad is None else f": {affine_cause(bad, ctx).text}"
+        raise FusionRefused("LEG-12", f"{k.name}: the thread count "
+                            f"{'' if bad is None else quote(bad) + ' '}is not affine in the "
+                            f"host symbols{why}", k.loc)
     # the host evaluates the counts in their own type, wrapping; the proof below takes
     # them to be exact integers, so they must not wrap (LEG-6)
     count_wrap = wrap_risk([e for e in counts if e is not None and not isinstance(e, Const)],
@@ -612,7 +731,19 @@ def _index_slice_symbolic(producer: KernelLaunch, arr: Var, tc: int | Expr) -> N
                               uniform_vars=symbols)
     if not cov:
         raise FusionRefused("LEG-12", f"{k.name}: for symbolic counts, {cov.reason} "
-                            f"(of {arr.name})")
+                            f"(of {arr.name}; count: the consumer's thread count "
+                            f"{print_expr(counts[1]) if counts[1] is not None else '?'}, "
+                            f"threads: the producer's "
+                            f"{print_expr(counts[0]) if counts[0] is not None else '?'})",
+                            sites[0].loc if sites else k.loc)
+
+
+I32_MAX = 2**31 - 1
+
+#: the consumer's thread count is passed to the fused kernel as ``ep_tc : i32`` (EF-5);
+#: a known count past i32 is refused here, a symbolic one by the launch (LEG-6, LEG-14)
+_EP_TC = ("{k}: the consumer's thread count {tc} does not fit i32, the type of the fused "
+          "kernel's parameter ep_tc that receives it (at most 2147483647)")
 
 
 def _may_wrap(body: Stmt, arr: Var, ctx: AffineCtx, threads: AffineForm) -> Expr | None:
@@ -639,15 +770,16 @@ def launch_window(producer: KernelLaunch, consumer: KernelLaunch, c: Consumer,
     pb, cb = _buffers(producer), _buffers(consumer)
     partial = _partial_alias((producer, consumer))
     if partial is not None:
-        raise FusionRefused("LEG-7", partial)
+        raise FusionRefused("LEG-7", partial, consumer.kernel.loc)
     inter = pb[p_array]
     pk = producer.kernel
     others = [p for p, b in pb.items() if b == inter and p != p_array]
     if others:
         written = {a.array.name for a in accesses_stmt(pk.body, pk.helpers) if a.write}
         if any(o in written for o in others):
-            raise FusionRefused("LEG-7", f"{pk.name} writes the intermediate's buffer also "
-                                f"through {', '.join(others)}")
+            raise FusionRefused("LEG-7", f"{pk.name} writes the buffer of the intermediate "
+                                f"{p_array} also through {', '.join(o for o in others if o in written)}"
+                                " (the same buffer bound to two parameters)", pk.loc)
     conflict = window_conflict(pk, c, lambda v: pb[v.name], lambda v: cb[v.name], inter,
                                "LEG-7")
     if conflict is not None:
@@ -664,11 +796,15 @@ class Plan:
 
 def derive_shared(producer: KernelLaunch, consumer: KernelLaunch) -> dict[str, str]:
     """Each C array parameter bound to a buffer one of P's is bound to, mapped to the
-    first such P parameter (LEG-8)."""
+    first such P parameter that P writes, else the first such one (LEG-8): with
+    ``scale(x, x)`` the consumer's parameter bound to ``x`` is the ``tmp`` P writes."""
     pb, cb = _buffers(producer), _buffers(consumer)
+    pk = producer.kernel
+    written = {a.array.name for a in accesses_stmt(pk.body, pk.helpers) if a.write}
     out: dict[str, str] = {}
     for cname, b in cb.items():
-        pname = next((p for p, pbuf in pb.items() if pbuf == b), None)
+        same = [p for p, pbuf in pb.items() if pbuf == b]
+        pname = next((p for p in same if p in written), same[0] if same else None)
         if pname is not None:
             out[cname] = pname
     return out
@@ -681,22 +817,34 @@ def derive_p_array(producer: KernelLaunch, c: Consumer, shared: Mapping[str, str
     read = {a.array.name for a in c.accesses if not a.write}
     cands = sorted({p for cn, p in shared.items() if cn in read and p in written})
     if not cands:
-        raise FusionRefused("LEG-8", f"{c.kernel.name} reads nothing {pk.name} writes")
+        raise FusionRefused("LEG-8", f"{c.kernel.name} reads no buffer that {pk.name} "
+                            f"writes ({pk.name} writes {_names(written)}; {c.kernel.name} "
+                            f"reads {_names(read)})", c.kernel.loc)
     if len(cands) > 1:
         raise FusionRefused("LEG-8", f"{c.kernel.name} reads several buffers {pk.name} "
-                            f"writes: {', '.join(cands)}")
+                            f"writes: {', '.join(cands)} (epilogue fusion joins through one "
+                            "intermediate)", c.kernel.loc)
     return cands[0]
 
 
+def _names(names: set[str]) -> str:
+    return ", ".join(sorted(names)) if names else "nothing"
+
+
+@deep
 def check_launches(producer: KernelLaunch, consumer: KernelLaunch, *,
                    p_array: str | None = None) -> Plan:
     """Both checks of the seed (``Index_slice``, ``Launch_window``) on two launches;
     returns the intermediate and the ``shared`` mapping to fuse with, or raises
     :class:`FusionRefused` with the rule that refuses."""
     c = consumer_shape(consumer.kernel)
+    well_formed(producer.kernel, "producer")  # EF-1: the analysis reads it as checked IR
+    partial = _partial_alias((producer, consumer))  # before pairing: LEG-1, LEG-7
+    if partial is not None:
+        raise FusionRefused("LEG-7", partial, consumer.kernel.loc)
     shared = derive_shared(producer, consumer)
     if p_array is None:
         p_array = derive_p_array(producer, c, shared)
     launch_window(producer, consumer, c, p_array)
-    index_slice(producer, p_array, consumer.threads)
+    index_slice(producer, p_array, consumer.threads, consumer.kernel.name)
     return Plan(p_array, shared)

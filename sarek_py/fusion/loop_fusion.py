@@ -27,6 +27,14 @@ from math import lcm
 
 import attrs
 
+from sarek_py.analysis.effects import (
+    HelperEffects,
+    kernel_effects,
+    may_alias,
+    may_share,
+    program_helper_effects,
+    stmt_effects,
+)
 from sarek_py.fusion import affine
 from sarek_py.fusion.affine import (
     AffineCtx,
@@ -38,11 +46,14 @@ from sarek_py.fusion.affine import (
     to_affine,
     to_dnf,
 )
+from sarek_py.fusion.affine_conditions import MAX_ALTERNATIVES
 from sarek_py.fusion.affine_paths import accesses
+from sarek_py.fusion.affine_reasons import affine_cause
 from sarek_py.fusion.affine_wrap import WRAP_BOUND, bound_check, tests_and_lets, wrap_risk
 from sarek_py.fusion.cost import DEFAULT_THRESHOLD, CostDecision, CostItem, decide, operations
-from sarek_py.fusion.effects import Effects, effects
-from sarek_py.fusion.inline import inline_stmt, self_contained
+from sarek_py.fusion.effects import Effects, effects, is_self_contained, unknown_effect
+from sarek_py.fusion.inline import inline_stmt
+from sarek_py.fusion.loop_notes import describe_check
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.nodes import (
     Binary,
@@ -59,9 +70,9 @@ from sarek_py.ir.nodes import (
     Let,
     Read,
     Ref,
+    Return,
     Seq,
     Stmt,
-    Stop,
     Store,
     Unary,
     Var,
@@ -71,18 +82,13 @@ from sarek_py.ir.printer import print_expr
 from sarek_py.ir.types import ArrayType, Scalar
 from sarek_py.ir.visit import free_vars, iter_exprs, iter_nodes
 from sarek_py.launch.program import (
-    Allocate,
     Attr,
     Block,
-    Break,
     CallProc,
-    Continue,
-    Deallocate,
     Decl,
     HFor,
+    HIf,
     HostStmt,
-    HReturn,
-    HStop,
     ParFor,
     PointerAssoc,
     Procedure,
@@ -90,7 +96,6 @@ from sarek_py.launch.program import (
     expr_vars,
     host_children,
     iter_host,
-    kernel_stores,
 )
 
 
@@ -135,6 +140,8 @@ class PairReport:
     consumer: ParFor
     plan: Plan | None = None
     refusal: FusionRefused | None = None
+    #: why the renamed arrays of a fused pair were not swapped (``"PP-n: …"``), when asked
+    swap: str | None = None
 
     @property
     def fused(self) -> bool:
@@ -146,9 +153,16 @@ class PairReport:
             names = ", ".join(i.array.name for i in self.plan.intermediates)
             extra = f"; renamed {', '.join(v.name for v in self.plan.renamed)}" \
                 if self.plan.renamed else ""
-            chk = "; run-time bounds check" if self.plan.check is not None else ""
-            return f"{where}fused (intermediates {names}{extra}{chk}; {self.plan.cost})"
-        return f"{where}not fused: {self.refusal}"
+            chk = f"; {describe_check(self.plan.check)}" if self.plan.check is not None else ""
+            rule, _, why = (self.swap or "").partition(": ")
+            sw = f"; not swapped: [{rule}] {why}" if self.swap else ""
+            return f"{where}fused (intermediates {names}{extra}{chk}; {self.plan.cost}){sw}"
+        r = self.refusal
+        if r is None:  # pragma: no cover - a report is fused or refused
+            return f"{where}not fused"
+        # the location once: the pair's, and the cause's when it is elsewhere (LF-19)
+        at = f" (at {r.loc})" if r.loc is not None and r.loc != self.producer.loc else ""
+        return f"{where}not fused: [{r.rule}] {r.reason}{at}"
 
 
 def _refuse(rule: str, msg: str, node: ParFor | HostStmt | None = None) -> FusionRefused:
@@ -206,18 +220,9 @@ def _calls(node: Expr | Stmt) -> list[Call]:
 
 
 def aliased_vars(program: Program) -> frozenset[Var]:
-    """Variables that may change through another name: pointer, target, volatile, common,
-    or named in a pointer association (HP-2, LF-11)."""
-    out = {d.var for d in program.decls
-           if d.attrs & {Attr.POINTER, Attr.TARGET, Attr.VOLATILE, Attr.COMMON}}
-    for s in iter_host(program.body):
-        if isinstance(s, PointerAssoc):
-            out |= {s.pointer, s.target}
-    for proc in program.procedures:
-        for s in iter_host(proc.body):
-            if isinstance(s, PointerAssoc):
-                out |= {s.pointer, s.target}
-    return frozenset(out)
+    """Variables that may change through another name (HP-2, LF-11): the effect summary's
+    EFF-10."""
+    return may_alias(program)
 
 
 def _decl(ctx: _Ctx, v: Var) -> Decl | None:
@@ -290,6 +295,11 @@ class _Ctx:
     #: the procedure whose body holds the pair, if any
     procedure: Procedure | None = None
 
+    @property
+    def summaries(self) -> Mapping[str, HelperEffects]:
+        """The helpers' effect summaries (specs/effects.md, EFF-1)."""
+        return program_helper_effects(self.program)
+
 
 def _check_producer(ctx: _Ctx, p: ParFor, c: ParFor, inter: tuple[Intermediate, ...],
                     c_stores: frozenset[Var]) -> frozenset[Var]:
@@ -303,7 +313,8 @@ def _check_producer(ctx: _Ctx, p: ParFor, c: ParFor, inter: tuple[Intermediate, 
             bad = sorted(v.name for v in used & mine)[0]
             raise _refuse("LF-3", f"the producer reads its own array '{bad}'", p)
         if used & set(p.locals):
-            raise _refuse("LF-3", "the producer reads a private variable", p)
+            raise _refuse("LF-3", "the producer reads its private variable "
+                          f"'{sorted(v.name for v in used & set(p.locals))[0]}'", p)
         renamed |= used & c_stores
         for a in sorted(used & ctx.aliased, key=lambda v: v.name):
             other = sorted(b.name for b in c_stores & ctx.aliased if b != a and b.is_array)
@@ -319,13 +330,16 @@ def _check_producer(ctx: _Ctx, p: ParFor, c: ParFor, inter: tuple[Intermediate, 
         if any(isinstance(s, PointerAssoc) and v in (s.pointer, s.target)
                for b in bodies for s in iter_host(b)):
             raise _refuse("LF-4", f"'{v.name}' is associated with a pointer", p)
-    sc = self_contained(ctx.helpers.values())
     for it in inter:
         for call in _calls(it.value) + [x for g in it.guards for x in _calls(g)]:
             h = ctx.helpers.get(call.func)
-            if h is None or not h.pure or call.func not in sc:
+            eff = ctx.summaries.get(call.func)
+            if h is None or eff is None or not h.pure or not eff.self_contained:
                 raise _refuse("LF-5", f"the producer calls '{call.func}', which is not pure "
                               "and self-contained", p)
+            if eff.may_stop:
+                raise _refuse("LF-5", f"the producer calls '{call.func}', which may stop the "
+                              "program", p)
     return frozenset(renamed)
 
 
@@ -337,18 +351,22 @@ def _consumer_body(ctx: _Ctx, c: ParFor, mine: frozenset[Var]) -> Stmt:
         return any(v in mine for a in call.args for v in free_vars(a))
 
     body, _ = inline_stmt(c.body, tuple(ctx.helpers.values()), passes)
-    sc = self_contained(ctx.helpers.values())
     for call in _calls(body):
         if passes(call):
             raise _refuse("LF-6", f"the consumer passes an intermediate array to "
                           f"'{call.func}', which cannot be inlined", c)
-        if call.func not in sc:
+        eff = ctx.summaries.get(call.func)
+        if eff is None or not eff.self_contained:
             raise _refuse("LF-6", f"the consumer calls '{call.func}', which is not "
                           "self-contained", c)
+        if eff.may_stop:
+            raise _refuse("LF-6", f"the consumer calls '{call.func}', which may stop the "
+                          "program (the intermediate arrays would not hold the producer's "
+                          "values when the program ends)", c)
+    if "stop" in kernel_effects(body, ctx.summaries).stops:
+        raise _refuse("LF-6", "the consumer can stop (the intermediate arrays would not "
+                      "hold the producer's values when the program ends)", c)
     for s in iter_stmts(body):
-        if isinstance(s, Stop):
-            raise _refuse("LF-6", "the consumer can stop (the intermediate arrays would not "
-                          "hold the producer's values when the program ends)", c)
         if isinstance(s, Store) and s.array in mine:
             raise _refuse("LF-6", f"the consumer assigns intermediate '{s.array.name}'", c)
     for e in iter_exprs(body):
@@ -387,14 +405,18 @@ def _coverage(ctx: _Ctx, p: ParFor, c: ParFor, body: Stmt,
         for g in it.guards:
             gd = to_dnf(g, pctx, Mode.EXACT)
             if gd is None or domain is None:
-                raise _refuse("LF-7", f"a test of the producer of '{it.array.name}' is not "
-                              "expressible exactly", p)
+                why = affine_cause(g, pctx).text if gd is None else \
+                    f"with the others it has more than {MAX_ALTERNATIVES} alternatives"
+                raise _refuse("LF-7", f"the producer's test `{print_expr(g)}` of "
+                              f"'{it.array.name}' is not expressible exactly: {why}", p)
             domain = domain.and_(gd)
         if domain is None:
-            raise _refuse("LF-7", "the producer's tests have too many alternatives", p)
+            raise _refuse("LF-7", "the producer's tests have more than "
+                          f"{MAX_ALTERNATIVES} alternatives together", p)
         if any(f is None for f in acc.index):
+            bad = next(x for x, f in zip(node.index, acc.index, strict=True) if f is None)
             raise _refuse("LF-6", f"a read of '{it.array.name}' has a subscript that is not "
-                          "affine", c)
+                          f"affine: {affine_cause(bad, cctx).text}", c)
         subs = tuple(f for f in acc.index if f is not None)
         path = acc.path.and_(cbox) or acc.path
         pidx = [Ref(v) for v in p.vars]
@@ -539,6 +561,10 @@ def _check_renamed(ctx: _Ctx, c: ParFor, body: Stmt, renamed: frozenset[Var]) ->
         d = _decl(ctx, a)
         if d is None or not d.allocatable:
             raise _refuse("LF-9", f"renamed array '{a.name}' is not allocatable", c)
+        for call in _calls(body):
+            if a in kernel_effects(call, ctx.summaries).writes:
+                raise _refuse("LF-9", f"the consumer passes renamed array '{a.name}' to "
+                              f"'{call.func}', which may write it", c)
         stores = [s for s in iter_stmts(body) if isinstance(s, Store) and s.array == a]
         if len(stores) != 1 or tuple(stores[0].index) != own:
             raise _refuse("LF-9", f"the consumer does not write '{a.name}' once at its own "
@@ -547,6 +573,9 @@ def _check_renamed(ctx: _Ctx, c: ParFor, body: Stmt, renamed: frozenset[Var]) ->
         if before is None:
             raise _refuse("LF-9", f"the consumer's write of '{a.name}' is not on every path",
                           c)
+        if any(isinstance(n, Return) for st in before for n in iter_nodes(st)):
+            raise _refuse("LF-9", f"the consumer may return before it writes '{a.name}': the "
+                          "write is not on every path", c)
         for e in iter_exprs(body):
             if isinstance(e, Read) and e.array == a and tuple(e.index) != own:
                 raise _refuse("LF-9", f"the consumer reads '{a.name}' at another element "
@@ -603,20 +632,23 @@ def _after(body: Stmt, target: Store) -> list[Stmt]:
 # ------------------------------------------------------------------------------ chain
 
 
-def _leaves_early(loop: HFor) -> str | None:
-    def walk(s: HostStmt, depth: int) -> str | None:
-        match s:
-            case Break() | Continue() if depth == 0:
-                return type(s).__name__.lower()
-            case HReturn() | HStop():
-                return "return" if isinstance(s, HReturn) else "stop"
-        for ch in host_children(s):
-            r = walk(ch, depth + (1 if isinstance(s, HFor) else 0))
-            if r is not None:
-                return r
+def _leaves_early(program: Program, loop: HFor) -> str | None:
+    """LF-10, EFF-4: how the body of ``loop`` may leave it or end the program before its
+    last iteration (``break``/``continue`` of this loop, ``return``, or a ``stop`` anywhere:
+    its own, in a parallel loop's body or a helper it calls, in a called procedure), or
+    ``None``."""
+    e = stmt_effects(loop.body, program)
+    if e.leaves:
+        return sorted(e.leaves)[0]
+    if not e.may_stop:
         return None
-
-    return walk(loop.body, 0)
+    for x in iter_host(loop.body):
+        if isinstance(x, (Block, HIf, HFor)):
+            continue
+        ex = stmt_effects(x, program)
+        if ex.may_stop:
+            return unknown_effect(x, ex, program)
+    return "stop"  # pragma: no cover - a stop is in some statement
 
 
 def _others(loop: HFor, inner: Sequence[HostStmt]) -> list[HostStmt]:
@@ -625,11 +657,18 @@ def _others(loop: HFor, inner: Sequence[HostStmt]) -> list[HostStmt]:
 
 
 def _chain(ctx: _Ctx, ancestors: Sequence[HostStmt], p: ParFor, c: ParFor,
-           inter: tuple[Intermediate, ...], renamed: frozenset[Var]) -> tuple[HFor, ...]:
-    """LF-10..LF-12: the enclosing do loops the fusion relies on, innermost first."""
+           inter: tuple[Intermediate, ...], renamed: frozenset[Var],
+           c_writes: frozenset[Var]) -> tuple[HFor, ...]:
+    """LF-10..LF-12, LF-18: the enclosing do loops the fusion relies on, innermost
+    first."""
     mine = {i.array for i in inter}
     ptests = expr_vars(*(e for ix in p.indices for e in (ix.start, ix.stop)),
                        *(g for i in inter for g in i.guards))
+    if ptests & c_writes:
+        bad = sorted(v.name for v in ptests & c_writes)[0]
+        raise _refuse("LF-18", f"the producer's bounds or tests read '{bad}', which the "
+                      "consumer writes: the producer would assign other elements at each "
+                      "iteration, and the fused loop keeps only the last iteration's", p)
     if ptests & ctx.aliased:
         bad = sorted(v.name for v in ptests & ctx.aliased)[0]
         raise _refuse("LF-11", f"the producer's bounds or tests read '{bad}', which may "
@@ -667,7 +706,7 @@ def _loop_problem(ctx: _Ctx, loop: HFor, inner: Sequence[HostStmt], mine: set[Va
         return _refuse("LF-10", f"loop '{loop.var.name}' does not have a unit step", loop)
     if any(isinstance(e, Call) for b in (loop.start, loop.stop) for e in iter_exprs(b)):
         return _refuse("LF-10", f"the bounds of loop '{loop.var.name}' call a function", loop)
-    early = _leaves_early(loop)
+    early = _leaves_early(ctx.program, loop)
     if early is not None:
         return _refuse("LF-10", f"loop '{loop.var.name}' may be left early ({early})", loop)
     eff = Effects()
@@ -678,8 +717,6 @@ def _loop_problem(ctx: _Ctx, loop: HFor, inner: Sequence[HostStmt], mine: set[Va
                            f"pass does not model: {e.unknown}", s)
         for x in iter_host(s):
             if isinstance(x, CallProc):
-                from sarek_py.fusion.effects import is_self_contained
-
                 if not is_self_contained(ctx.program.procedure(x.proc), ctx.program):
                     return _refuse("LF-12", f"loop '{loop.var.name}' calls '{x.proc}', which "
                                    "is not self-contained", x)
@@ -688,6 +725,9 @@ def _loop_problem(ctx: _Ctx, loop: HFor, inner: Sequence[HostStmt], mine: set[Va
         bad = sorted(v.name for v in (eff.defs | eff.reads) & mine)[0]
         return _refuse("LF-12", f"another statement of loop '{loop.var.name}' uses "
                        f"intermediate '{bad}'", loop)
+    shared = _shared_in_loop(ctx, loop, eff, mine, ptests)
+    if shared is not None:
+        return shared
     if loop.var in ptests:
         return _refuse("LF-11", f"the producer's bounds or tests read loop variable "
                        f"'{loop.var.name}'", loop)
@@ -705,15 +745,36 @@ def _loop_problem(ctx: _Ctx, loop: HFor, inner: Sequence[HostStmt], mine: set[Va
             if loop.var in bvars or bvars & all_defs or bvars & ctx.aliased:
                 return _refuse("LF-11", f"the bounds of loop '{x.var.name}' may change between "
                                f"iterations of loop '{loop.var.name}'", x)
-    for a in renamed:
-        for x in iter_host(loop.body):
-            if isinstance(x, (Allocate, Deallocate)) and x.array == a or \
-                    isinstance(x, PointerAssoc) and a in (x.pointer, x.target) or \
-                    isinstance(x, CallProc) and any(isinstance(e, Ref) and e.var == a
-                                                    for e in x.args):
-                return _refuse("LF-9", f"loop '{loop.var.name}' may change the allocation of "
-                               f"renamed array '{a.name}'", x)
+    realloc = stmt_effects(loop.body, ctx.program).reallocates & renamed
+    if realloc:
+        a = sorted(realloc, key=lambda v: v.name)[0]
+        where = next((x for x in iter_host(loop.body) if not isinstance(x, (Block, HIf, HFor))
+                      and a in stmt_effects(x, ctx.program).reallocates), loop)
+        return _refuse("LF-9", f"loop '{loop.var.name}' may change the allocation of "
+                       f"renamed array '{a.name}'", where)
     return None
+
+
+def _shared_in_loop(ctx: _Ctx, loop: HFor, eff: Effects, mine: set[Var],
+                    ptests: frozenset[Var]) -> FusionRefused | None:
+    """LF-17 over a chain loop's other statements: in a procedure, they write one array a
+    caller may pass as another (EFF-11) that the producer's bounds or tests read, or name
+    one that is an intermediate under another name. LF-11 and LF-12 compare names."""
+    if ctx.procedure is None:
+        return None
+    mine_s = frozenset(mine) & ctx.shared
+    pairs = [(x, y, y in mine_s) for x in eff.defs & ctx.shared
+             for y in (ptests & ctx.shared) | mine_s if x != y]
+    pairs += [(x, y, True) for x in eff.reads & ctx.shared for y in mine_s if x != y]
+    if not pairs:
+        return None
+    x, y, inter = min(pairs, key=lambda t: (not t[2], t[0].name, t[1].name))
+    what = f"intermediate '{y.name}'" if inter else \
+        f"'{y.name}', which the producer's bounds or tests read,"
+    return _refuse("LF-17", f"in procedure '{ctx.procedure.name}', another statement of loop "
+                   f"'{loop.var.name}' {'writes' if x in eff.defs else 'reads'} '{x.name}' "
+                   f"and the pair's {what} may be the same array (dummies or program arrays "
+                   "a caller may pass as one)", loop)
 
 
 # ------------------------------------------------------------------------------ cost
@@ -740,8 +801,7 @@ def _scope(program: Program, procedure: Procedure | None) -> _Ctx:
     base = _Ctx(program, _helpers(program), aliased_vars(program), tuple(program.decls))
     if procedure is None:
         return base
-    shared = frozenset({q.var for q in procedure.params if q.var.is_array}
-                       | {d.var for d in program.decls if d.var.is_array})
+    shared = may_share(program, procedure)
     return attrs.evolve(base, decls=(*procedure.decls, *program.decls), shared=shared,
                         procedure=procedure)
 
@@ -756,7 +816,8 @@ def _check_shared(ctx: _Ctx, p: ParFor, c: ParFor) -> None:
                          for e in (ix.start, ix.stop)))
     named = {v for v in free_vars(p.body) | free_vars(c.body) | bounds
              if v.is_array} & ctx.shared
-    written = (kernel_stores(p.body) | kernel_stores(c.body)) & named
+    written = (kernel_effects(p.body, ctx.summaries).writes
+               | kernel_effects(c.body, ctx.summaries).writes) & named
     if len(named) >= 2 and written:
         names = sorted(v.name for v in named)
         raise _refuse("LF-17", f"in procedure '{ctx.procedure.name}', the pair writes "
@@ -781,14 +842,14 @@ def analyse_pair(program: Program, ancestors: Sequence[HostStmt], p: ParFor, c: 
                           f"'{sorted(v.name for v in used)[0]}', which the fused loop does "
                           "not write", loop)
     _check_shared(ctx, p, c)
-    c_stores = kernel_stores(c.body)
+    c_stores = kernel_effects(c.body, ctx.summaries).writes
     renamed = _check_producer(ctx, p, c, inter, c_stores)
     body = _consumer_body(ctx, c, mine)
     if not any(isinstance(e, Read) and e.array in mine for e in iter_exprs(body)):
         raise _refuse("LF-1", "the consumer reads no array the producer assigns", c)
     if renamed:
         _check_renamed(ctx, c, body, renamed)
-    chain = _chain(ctx, ancestors, p, c, inter, renamed)
+    chain = _chain(ctx, ancestors, p, c, inter, renamed, c_stores)
     check = _coverage(ctx, p, c, body, inter)
     cost = _cost(ctx, body, inter, options.threshold)
     if not cost.pays:
@@ -843,7 +904,20 @@ def fuse_program(program: Program, options: FusionOptions = FusionOptions()
         return program, rw.reports
     from sarek_py.fusion.loop_rewrite import ProgramBuilder
 
-    return ProgramBuilder(program, options, rw.plans).build(), rw.reports
+    return ProgramBuilder(program, options, rw.plans).build(), _swap_notes(
+        program, options, rw.reports)
+
+
+def _swap_notes(program: Program, options: FusionOptions,
+                reports: list[PairReport]) -> list[PairReport]:
+    """The reports, each fused pair with renamed arrays telling why it was not swapped
+    when ``options.swap`` asked for it (PP-1..PP-3: a refusal is said, LF-19)."""
+    if not options.swap:
+        return reports
+    from sarek_py.fusion.pingpong import swap_refusal
+
+    return [attrs.evolve(r, swap=swap_refusal(program, r.plan))
+            if r.plan is not None and r.plan.renamed else r for r in reports]
 
 
 __all__ = [

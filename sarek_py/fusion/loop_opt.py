@@ -94,10 +94,13 @@ def run_passes(program: Program, passes: Sequence[str], transforms: frozenset[st
         step += 1
         dumps.append((f"{step:02d}-{name}.sk", print_program(program)))
         if name == "offload":
-            from sarek_py.codegen import emit_cuda, emit_opencl
+            from sarek_py.codegen import CUDA, OPENCL
+            from sarek_py.codegen.cstyle import emit_module
 
-            dumps.append(("kernels.cl", "\n".join(emit_opencl(k) for k in program.kernels)))
-            dumps.append(("kernels.cu", "\n".join(emit_cuda(k) for k in program.kernels)))
+            # one translation unit each: the prelude and every helper once (CG-16, LF-20)
+            what = f"program {program.name}"
+            dumps.append(("kernels.cl", emit_module(program.kernels, OPENCL, what)))
+            dumps.append(("kernels.cu", emit_module(program.kernels, CUDA, what)))
     return OptResult(program, tuple(notes), tuple(dumps))
 
 

@@ -8,6 +8,7 @@ standard error what the passes left alone and why (e.g. calls not inlined, with 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from sarek_py.cli import (
@@ -49,6 +50,22 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         "kernel sources into DIR")
 
 
+def check_options(args: argparse.Namespace) -> None:
+    """Option values that parse but mean nothing are usage errors (CLI-15): a pass list
+    that names no pass, a fusion threshold that is not a finite number >= 0, an empty
+    --dump-dir."""
+    if args.passes and not any(n.strip() for it in args.passes for n in it.split(",")):
+        raise UsageError(f"-p {' '.join(map(repr, args.passes))}: names no pass (passes: "
+                         + ", ".join(sorted(PASSES)) + "; of a host program: "
+                         + ", ".join(HOST_PASSES) + ")")
+    t = args.fusion_threshold
+    if not (math.isfinite(t) and t >= 0):
+        raise UsageError(f"--fusion-threshold {t}: must be a finite number of operations "
+                         ">= 0")
+    if args.dump_dir is not None and not args.dump_dir.strip():
+        raise UsageError("--dump-dir: an empty directory name")
+
+
 def pipeline_names(items: list[str]) -> list[str]:
     """``["inline", "a,b"]`` → ``["inline", "a", "b"]``; an empty pipeline is a usage error."""
     names = [n.strip() for it in items for n in it.split(",") if n.strip()]
@@ -61,6 +78,7 @@ def pipeline_names(items: list[str]) -> list[str]:
 @command("opt", "run IR passes (inline, …) on kernels of a .sk or .py file, or loop passes "
                 "(fuse, swap, offload) on a host program, and print the result", _configure)
 def _opt(args: argparse.Namespace) -> int:
+    check_options(args)
     if not args.file.endswith(".py") and is_program_text(read_source(args.file)):
         return _opt_program(args)
     names = pipeline_names(args.passes)

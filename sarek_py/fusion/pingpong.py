@@ -15,12 +15,33 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sarek_py.fusion.effects import effects
-from sarek_py.fusion.loop_fusion import Plan, aliased_vars
+from sarek_py.analysis.effects import may_alias, may_share, stmt_effects
+from sarek_py.fusion.loop_fusion import Plan
 from sarek_py.fusion.loop_rewrite import copy_loop, fused_loop
 from sarek_py.ir.nodes import Const, Expr, Ref, Unary, UnaryOp, Var
 from sarek_py.ir.types import Scalar
-from sarek_py.launch.program import Block, HAssign, HIf, HostStmt, Program, expr_vars
+from sarek_py.launch.program import (
+    Block,
+    HAssign,
+    HIf,
+    HostStmt,
+    Procedure,
+    Program,
+    expr_vars,
+    iter_host,
+)
+
+
+def _first(vs: set[Var] | frozenset[Var]) -> str:
+    return sorted(v.name for v in vs)[0]
+
+
+def _procedure_of(program: Program, plan: Plan) -> Procedure | None:
+    """The procedure whose body holds the fused pair (``None``: the program body)."""
+    for proc in program.procedures:
+        if any(x is plan.producer for x in iter_host(proc.body)):
+            return proc
+    return None
 
 
 def swap_refusal(program: Program, plan: Plan) -> str | None:
@@ -30,25 +51,37 @@ def swap_refusal(program: Program, plan: Plan) -> str | None:
     renamed = set(plan.renamed)
     chain_vars = {loop.var for loop in plan.chain}
     outer = plan.chain[-1]
-    assigned = effects(outer.body, program).defs
+    assigned = stmt_effects(outer.body, program).writes
+    shared = may_share(program, _procedure_of(program, plan))
     for loop in plan.chain:
         body = loop.body.stmts if isinstance(loop.body, Block) else (loop.body,)
         inner: tuple[HostStmt, ...] = (plan.producer, plan.consumer, *plan.chain)
         for s in body:
             if any(s is x for x in inner):
                 continue
-            e = effects(s, program)
-            if (e.defs | e.reads) & renamed:
-                bad = sorted(v.name for v in (e.defs | e.reads) & renamed)[0]
+            e = stmt_effects(s, program)
+            if e.names & renamed:
+                bad = sorted(v.name for v in e.names & renamed)[0]
                 return f"PP-2: another statement of loop '{loop.var.name}' uses '{bad}'"
+            other = (e.names & shared) - renamed
+            if other and renamed & shared:
+                return (f"PP-2: another statement of loop '{loop.var.name}' uses "
+                        f"'{_first(other)}', which a caller may pass as renamed "
+                        f"'{_first(renamed & shared)}' (EFF-11)")
     bounds = expr_vars(*(e for ix in plan.consumer.indices for e in (ix.start, ix.stop)))
     if bounds & chain_vars:
-        return "PP-3: the consumer's bounds read a loop variable of the chain"
+        return (f"PP-3: the consumer's bounds read '{_first(bounds & chain_vars)}', a loop "
+                "variable of the chain")
     if bounds & assigned:
-        return "PP-3: the consumer's bounds read a variable assigned in the loops"
-    if bounds & aliased_vars(program):
-        return "PP-3: the consumer's bounds read a variable that may change through " \
-            "another name"
+        return (f"PP-3: the consumer's bounds read '{_first(bounds & assigned)}', which "
+                "the loops assign")
+    if bounds & shared and assigned & shared:
+        return (f"PP-3: the consumer's bounds read '{_first(bounds & shared)}', and the loops "
+                f"assign '{_first(assigned & shared)}', which a caller may pass as the same "
+                "array (EFF-11)")
+    if bounds & may_alias(program):
+        return (f"PP-3: the consumer's bounds read '{_first(bounds & may_alias(program))}', "
+                "which may change through another name")
     return None
 
 

@@ -43,7 +43,10 @@ def contraction_refusal(t: Target, *, force: bool = False) -> FusionRefused | No
         return FusionRefused(
             "LEG-9",
             f"target {t.name} contracts floating-point operations: the fused kernel could "
-            "round differently (turn contraction off, or force the fusion)")
+            "round differently (turn contraction off with contraction=False, or force the "
+            "fusion with force=True)",
+            options={"contraction=False": ("contraction", "off"),
+                     "force=True": ("force", "")})
     return None
 
 

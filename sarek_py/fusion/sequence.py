@@ -20,9 +20,12 @@ import attrs
 import numpy as np
 
 from sarek_py.fusion.policy import Target, contraction_refusal
-from sarek_py.fusion.refusal import FusionRefused
+from sarek_py.fusion.refusal import FusionRefused, Options
+from sarek_py.fusion.user_names import fused_names, in_user_names
+from sarek_py.ir.deep import SHALLOW, call_deep, deep, in_deep_thread, tree_depth
 from sarek_py.ir.diagnostics import SarekError
-from sarek_py.ir.nodes import EXPR_TYPES, Expr, Kernel, Ref
+from sarek_py.ir.nodes import EXPR_TYPES, Expr, Kernel, Loc, Ref
+from sarek_py.ir.visit import var_names
 from sarek_py.launch.host_eval import host_eval
 from sarek_py.launch.launch import Launch, Sync
 from sarek_py.launch.program import Block, HAssign, Program
@@ -37,6 +40,32 @@ def is_symbolic(v: object) -> TypeGuard[Expr]:
     return isinstance(v, EXPR_TYPES)
 
 
+def _count(v: object, what: str, low: int) -> int | Expr:
+    """A launch's thread count or block size as a Python int (numpy integers included),
+    or a symbolic expression (threads only); anything else is a ``TypeError``, a number
+    out of ``low``..2**31-1 (block) / 2**63-1 (threads) a ``ValueError`` (LCH-23)."""
+    if what == "threads" and is_symbolic(v):
+        return v
+    if isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer):
+        raise TypeError(f"KernelLaunch {what} must be an integer, not "
+                        f"{type(v).__name__} {v!r}")
+    high = 2 ** 31 - 1 if what == "block" else 2 ** 63 - 1
+    if not low <= int(v) <= high:
+        raise ValueError(f"KernelLaunch {what} = {int(v)} is not in {low}..{high}")
+    return int(v)
+
+
+def _threads(v: object) -> int | Expr:
+    return _count(v, "threads", 0)
+
+
+def _block(v: object) -> int:
+    b = _count(v, "block", 1)
+    if not isinstance(b, int):  # pragma: no cover - _count gives an int for "block"
+        raise TypeError(f"KernelLaunch block must be an integer, not {b!r}")
+    return b
+
+
 def _frozen_args(m: Mapping[str, ArgValue]) -> Mapping[str, ArgValue]:
     return dict(m)
 
@@ -46,16 +75,17 @@ class KernelLaunch:
     """One launch: ``threads`` threads (ids ``0 .. threads-1``) in blocks of ``block``.
 
     ``args`` maps every parameter name of ``kernel`` to a buffer name (``str``) or a
-    numpy array for an array parameter (two numpy arrays are the same buffer when they
-    are the same view of one base array), and to a Python or numpy scalar for a scalar
+    numpy array for an array parameter (two numpy arrays are the same buffer only when
+    they are the same memory range with the same shape, strides and dtype; any other
+    overlap is partial aliasing, LEG-1, LEG-7), and to a Python or numpy scalar for a scalar
     parameter. ``threads`` and scalar arguments may also be *symbolic*: an IR expression
     over host variables whose values are not known but do not change between the
     launches looked at together (LEG-12).
     """
 
     kernel: Kernel
-    threads: int | Expr
-    block: int = 256
+    threads: int | Expr = attrs.field(converter=_threads)
+    block: int = attrs.field(default=256, converter=_block)
     args: Mapping[str, ArgValue] = attrs.field(factory=dict, converter=_frozen_args)
 
 
@@ -69,11 +99,24 @@ class Decision:
     rule: str | None = None
     reason: str | None = None
     kernel: str | None = None
+    #: where the cause of a refusal is, when it has a place in the source
+    loc: Loc | None = attrs.field(default=None, eq=False, kw_only=True)
+    #: the API options the reason names (``FusionRefused.options``, EF-16)
+    options: Options = attrs.field(factory=dict, eq=False, kw_only=True)
+
+    def with_flags(self, flags: Mapping[str, str]) -> Decision:
+        """The decision with the options its reason names spelled as ``flags`` (EF-16)."""
+        reason = self.reason or ""
+        for text, (opt, value) in self.options.items():
+            if opt in flags:
+                reason = reason.replace(text, f"{flags[opt]} {value}".rstrip())
+        return attrs.evolve(self, reason=reason)
 
     def __str__(self) -> str:
         if self.fused:
             return f"{self.producer} -> {self.consumer}: fused into {self.kernel}"
-        return f"{self.producer} -> {self.consumer}: not fused: [{self.rule}] {self.reason}"
+        at = f" (at {self.loc})" if self.loc is not None else ""
+        return f"{self.producer} -> {self.consumer}: not fused: [{self.rule}] {self.reason}{at}"
 
 
 def fused_launch(p: KernelLaunch, c: KernelLaunch, fused: Kernel,
@@ -85,6 +128,7 @@ def fused_launch(p: KernelLaunch, c: KernelLaunch, fused: Kernel,
     return KernelLaunch(fused, p.threads, p.block, args)
 
 
+@deep
 def fuse_pair(p: KernelLaunch, c: KernelLaunch, name: str | None = None) -> KernelLaunch:
     """Fuse two launches, or raise :class:`FusionRefused` (LEG-1..LEG-7)."""
     from sarek_py.fusion.epilogue import fuse
@@ -92,7 +136,26 @@ def fuse_pair(p: KernelLaunch, c: KernelLaunch, name: str | None = None) -> Kern
 
     plan = check_launches(p, c)
     k = fuse(p.kernel, c.kernel, shared=plan.shared, p_array=plan.p_array, name=name)
-    return fused_launch(p, c, k, plan.shared)
+    out = fused_launch(p, c, k, plan.shared)
+    return attrs.evolve(out, kernel=with_buffer_groups(out))
+
+
+def with_buffer_groups(launch: KernelLaunch) -> Kernel:
+    """The launch's fused kernel, its launch conditions saying which of its array
+    parameters this launch binds to one buffer (LEG-13: the fusion was proved for
+    exactly these buffers; every other pair must stay disjoint, LEG-15)."""
+    from sarek_py.fusion.legality import buffer_key
+
+    k = launch.kernel
+    assert k.requires is not None
+    groups: dict[object, list[str]] = {}
+    for prm in k.params:
+        if prm.is_array:
+            key = buffer_key(launch.args[prm.name])
+            groups.setdefault(key, []).append(prm.name)
+    same = tuple(tuple(g) for g in groups.values() if len(g) > 1)
+    out: Kernel = attrs.evolve(k, requires=attrs.evolve(k.requires, same=same))
+    return out
 
 
 def fuse_launches(
@@ -108,26 +171,38 @@ def fuse_launches(
     looked at. With a ``target`` whose contraction is on, nothing is fused unless
     ``force`` (LEG-9).
     """
+    if not in_deep_thread() and any(
+            isinstance(lc, KernelLaunch) and tree_depth(lc.kernel) > SHALLOW for lc in launches):
+        return call_deep(fuse_launches, launches, target=target, force=force)  # TXT-32
     out: list[KernelLaunch] = []
     report: list[Decision] = []
     if not launches:
         return out, report
     policy = contraction_refusal(target, force=force) if target is not None else None
     cur = launches[0]
+    #: the user's name of each variable of ``cur``'s kernel when it is a fused one
+    names: dict[str, str] = {}
     for nxt in launches[1:]:
         pn, cn = cur.kernel.name, nxt.kernel.name
         if policy is not None:
-            report.append(Decision(pn, cn, False, policy.rule, policy.reason))
+            report.append(Decision(pn, cn, False, policy.rule, policy.reason,
+                                   options=policy.options))
             out.append(cur)
             cur = nxt
+            names = {}
             continue
         try:
-            cur = fuse_pair(cur, nxt)
+            fused = fuse_pair(cur, nxt)
         except FusionRefused as r:
-            report.append(Decision(pn, cn, False, r.rule, r.reason))
+            r = in_user_names(r, names, frozenset(var_names(nxt.kernel)))
+            report.append(Decision(pn, cn, False, r.rule, r.reason, loc=r.loc,
+                                   options=r.options))
             out.append(cur)
             cur = nxt
+            names = {}
         else:
+            names = fused_names(cur.kernel, nxt.kernel, names)
+            cur = fused
             report.append(Decision(pn, cn, True, kernel=cur.kernel.name))
     out.append(cur)
     return out, report

@@ -19,12 +19,15 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from sarek_py.ir.alloc import LANE_BYTES, check_bytes
+from sarek_py.ir.deep import deep
 from sarek_py.ir.diagnostics import InterpError
 from sarek_py.ir.interp_exec import LOOP_BUDGET, Frame, Machine
 from sarek_py.ir.interp_geometry import Geometry
 from sarek_py.ir.interp_memory import ArrayStore, Memory
 from sarek_py.ir.interp_ops import Val
 from sarek_py.ir.nodes import Call, Kernel, Ref, Store, Var, iter_stmts
+from sarek_py.ir.requires import check_requires
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar
 from sarek_py.ir.visit import iter_exprs
 
@@ -49,6 +52,7 @@ class InterpResult:
         return bool(self.stop_codes.any())
 
 
+@deep
 def run_kernel(
     kernel: Kernel,
     args: Mapping[str, ArgValue],
@@ -70,6 +74,8 @@ def run_kernel(
     launch that needs more is stopped with an :class:`InterpError` (INT-22), so a loop
     that never ends is reported instead of hanging the caller.
     """
+    if kernel.requires is not None:  # a fused kernel: its launch conditions (LEG-14)
+        check_requires(kernel, args, threads, block, grid or block_shape)
     geo = _geometry(kernel, threads, block, grid, block_shape)
     with np.errstate(all="ignore"):
         frame, shared, writebacks = _bind(kernel, args, geo)
@@ -91,10 +97,12 @@ def run_kernel(
 
 def _dims(what: str, kernel: Kernel, dims: tuple[int, ...]) -> tuple[int, int, int]:
     if not 1 <= len(dims) <= 3 or any(
-        not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 1 for d in dims
+        not isinstance(d, (int, np.integer)) or isinstance(d, bool) or not 1 <= d <= _MAX_THREADS
+        for d in dims
     ):
         raise InterpError(
-            f"kernel {kernel.name}: {what} must be 1 to 3 positive integers, got {dims}"
+            f"kernel {kernel.name}: {what} must be 1 to 3 integers in 1..{_MAX_THREADS} "
+            f"(the thread intrinsics are i32), got {dims}"
         )
     full = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
     return full[0], full[1], full[2]
@@ -109,6 +117,8 @@ def _geometry(
 ) -> Geometry:
     if isinstance(threads, bool) or not 0 <= threads <= _MAX_THREADS:
         raise InterpError(f"kernel {kernel.name}: thread count {threads} out of range")
+    check_bytes(int(threads) * LANE_BYTES, f"kernel {kernel.name}: a launch of {threads} "
+                "threads on the interpreter")
     bshape = _dims("the block shape", kernel, block_shape if block_shape else (block,))
     bsize = bshape[0] * bshape[1] * bshape[2]
     if grid is None:
@@ -163,6 +173,9 @@ def _bind(
             )
         shape = tuple(n for n in t.shape if n is not None)
         inst = geo.nblocks if t.space is MemSpace.SHARED else geo.threads
+        check_bytes(inst * t.size * t.elem.dtype.itemsize,
+                    f"kernel {kernel.name}: {t.space} array '{v.name}' ({inst} copies of "
+                    f"{t.size} elements)", kernel.loc)
         data = np.zeros(inst * t.size, dtype=t.elem.dtype)
         space = MemSpace.SHARED if t.space is MemSpace.SHARED else MemSpace.LOCAL
         st = ArrayStore(v.name, space, t.elem, data, shape, t.lower, instances=inst)

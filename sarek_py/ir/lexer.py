@@ -8,6 +8,7 @@ reports anything it cannot read as a located :class:`ParseError`.
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 
 import attrs
@@ -66,17 +67,73 @@ class Token:
         return f"'{self.text}'"
 
 
+#: decimal digits kept when rounding a literal: more than any float32 or float64 halfway
+#: point needs (767), the rest folded into one sticky digit (TXT-33)
+_KEPT_DIGITS = 800
+#: a decimal literal whose leading digit is past 10**_HUGE_EXP overflows both float types;
+#: one below 10**-_TINY_EXP rounds to zero in both (TXT-33)
+_HUGE_EXP = 310
+_TINY_EXP = 330
+_DECIMAL = re.compile(r"(\d*)(?:\.(\d*))?(?:[eE]([+-]?)(\d+))?")
+
+
+def bounded_decimal(text: str) -> Fraction | float:
+    """The value of the decimal literal ``text`` (digits, an optional fraction and
+    exponent, no sign) as an exact :class:`Fraction`, in time bounded by the length of
+    ``text`` whatever its exponent (TXT-33).
+
+    Digits past the 800th significant one are folded into a sticky digit (which changes
+    no float32/float64 rounding); a value too large for any float type is ``math.inf``,
+    one too small to round to anything but zero is ``0.0``. ``inf`` and ``nan`` give
+    themselves. Raises ``ValueError`` for text that is not a decimal number.
+    """
+    if text in ("inf", "nan"):
+        return math.inf if text == "inf" else math.nan
+    m = _DECIMAL.fullmatch(text)
+    if m is None or not (m.group(1) or m.group(2)):
+        raise ValueError(f"not a decimal number: {text!r}")
+    whole, frac = m.group(1), m.group(2) or ""
+    digits = (whole + frac).lstrip("0")
+    if not digits:
+        return Fraction(0)
+    exp_digits = (m.group(4) or "0").lstrip("0") or "0"
+    negative_exp = m.group(3) == "-"
+    if len(exp_digits) > 9:  # |exponent| >= 10**9: far outside every float range
+        return 0.0 if negative_exp else math.inf
+    exp = (-1 if negative_exp else 1) * int(exp_digits) - len(frac)
+    lead = exp + len(digits) - 1  # the power of ten of the leading digit
+    if lead > _HUGE_EXP:
+        return math.inf
+    if lead < -_TINY_EXP:
+        return 0.0
+    if len(digits) > _KEPT_DIGITS:
+        rest = digits[_KEPT_DIGITS:]
+        exp += len(rest)
+        digits = digits[:_KEPT_DIGITS]
+        if rest.strip("0"):
+            digits += "1"
+            exp -= 1
+    value = Fraction(int(digits))
+    scale = Fraction(10) ** exp
+    return value * scale
+
+
 def f32_from_decimal(text: str) -> float:
     """The float32 nearest to the decimal ``text`` (ties to even), as a Python float.
 
     Converts exactly (no double rounding through float64), so that the shortest
-    float32 spelling printed by the printer always reads back as the same value (TXT-4).
+    float32 spelling printed by the printer always reads back as the same value (TXT-4),
+    in time bounded by the length of ``text`` (TXT-33). ``inf`` and ``nan`` give
+    themselves.
     """
-    exact = Fraction(text)
+    exact = bounded_decimal(text)
+    if isinstance(exact, float):
+        return exact
     f32max = Fraction(np.finfo(np.float32).max.item())
     if exact >= f32max + Fraction(2) ** (127 - 24):
         return math.inf
-    approx = np.float32(float(exact))
+    with np.errstate(over="ignore"):
+        approx = np.float32(float(exact))
     if not np.isfinite(approx):
         approx = np.float32(np.finfo(np.float32).max)
     best = approx
@@ -92,6 +149,20 @@ def f32_from_decimal(text: str) -> float:
         if err < best_err or (err == best_err and even):
             best, best_err = cand, err
     return float(best.item())
+
+
+#: an integer literal with more significant digits than this is out of every integer
+#: type's range; its value is kept as :data:`HUGE_INT` (TXT-33)
+_INT_DIGITS = 40
+HUGE_INT = 10 ** _INT_DIGITS
+
+
+def bounded_int(digits: str) -> int:
+    """The value of a string of decimal digits, or :data:`HUGE_INT` when it has more than
+    40 significant digits (past Python's int-string limit it could not be converted at
+    all; it fits no integer type either way)."""
+    stripped = digits.lstrip("0")
+    return HUGE_INT if len(stripped) > _INT_DIGITS else int(stripped or "0")
 
 
 class Lexer:
@@ -234,15 +305,15 @@ class Lexer:
             hint = ""
             if not is_float and bad == body + "f":
                 hint = f" (an f32 literal has a point: {body}.0f)"
-            raise self.error(f"malformed number '{bad}'{hint}", line, col)
+            raise self.error(f"malformed number '{short(bad)}'{hint}", line, col)
         value: int | float
         if kind in (INT, INT64):
-            value = int(body)  # the parser checks the range, after a leading minus
+            value = bounded_int(body)  # the parser checks the range, after a leading minus
         else:
-            value = f32_from_decimal(body) if kind == FLOAT32 else float(body)
+            value = f32_from_decimal(body) if kind == FLOAT32 else _f64(body)
             if math.isinf(value):
                 kind_name = "f32" if kind == FLOAT32 else "f64"
-                raise self.error(f"float literal {self.text[start:self.pos]} overflows "
+                raise self.error(f"float literal {short(self.text[start:self.pos])} overflows "
                                  f"{kind_name} (write inf{'f' if kind == FLOAT32 else ''})",
                                  line, col)
         return self._make(kind, start, line, col, value)
@@ -277,6 +348,20 @@ class Lexer:
             chars.append(ch)
             self._advance()
         return self._make(STRING, start, line, col, "".join(chars))
+
+
+def short(text: str, keep: int = 40) -> str:
+    """``text`` as an error message quotes it: whole, or its ends and its length when it
+    is longer than ``keep`` characters (a 5000-digit literal, TXT-33)."""
+    if len(text) <= keep:
+        return text
+    return f"{text[:keep // 2]}…{text[-10:]} ({len(text)} characters)"
+
+
+def _f64(text: str) -> float:
+    """The float64 nearest to the decimal ``text``, in bounded time (TXT-33): Python's
+    own correctly rounded conversion, which has neither a digit limit nor a slow path."""
+    return float(text)
 
 
 def _continues_number(ch: str) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from sarek_py.ir.requires import FusionRequires
 from sarek_py.ir.types import ArrayType, Scalar, Type
 
 
@@ -388,6 +389,8 @@ class Kernel:
     locals: tuple[Var, ...]
     body: Stmt
     helpers: tuple[HelperFunc, ...] = ()
+    #: the launch conditions of a fused kernel (specs/fusion-legality.md LEG-13)
+    requires: FusionRequires | None = attrs.field(default=None, kw_only=True)
     loc: Loc | None = _loc()
 
     def helper(self, name: str) -> HelperFunc:

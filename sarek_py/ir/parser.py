@@ -19,9 +19,11 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import attrs
 
+from sarek_py.ir.deep import MAX_DEPTH, MAX_NESTING, call_deep, depth_message, too_deep
 from sarek_py.ir.diagnostics import ParseError
 from sarek_py.ir.intrinsics import MATH, THREAD_INTRINSICS
 from sarek_py.ir.lexer import (
@@ -35,6 +37,7 @@ from sarek_py.ir.lexer import (
     Token,
     decode_source,
     f32_from_decimal,
+    short,
     tokenize,
 )
 from sarek_py.ir.nodes import (
@@ -71,7 +74,10 @@ from sarek_py.ir.nodes import (
     While,
     var,
 )
+from sarek_py.ir.requires import parse_requires
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar, Type
+
+E = TypeVar("E", bound="Expr")
 
 #: binary operators by precedence level, lowest first (TXT-12); all left-associative
 BINARY_LEVELS: tuple[tuple[str, ...], ...] = (
@@ -171,6 +177,12 @@ class Parser:
         #: the result type ``return`` values take (None in a kernel)
         self.result_type: Scalar | None = None
         self._items: dict[str, Token] = {}
+        #: levels of brackets, prefix operators and statements being parsed (TXT-32)
+        self.nesting = 0
+        #: statements being parsed, and the depth of each expression built (TXT-32)
+        self.stmt_depth = 0
+        self._depths: dict[int, int] = {}
+        self._keep: list[Expr] = []  # keeps the ids of ``_depths`` alive
 
     # ------------------------------------------------------------------ token helpers
     def peek(self, k: int = 0) -> Token:
@@ -332,8 +344,39 @@ class Parser:
         """An expression, its unsuffixed literals typed by context and ``expected``."""
         return self.coerce(self.parse_raw_expr(), expected)
 
+    def nested(self) -> ParseError | None:
+        """Enter one more level of brackets, prefix operators or statements: the error to
+        raise past :data:`~sarek_py.ir.deep.MAX_NESTING` levels (TXT-32), else None. The
+        caller leaves the level with ``self.nesting -= 1``."""
+        self.nesting += 1
+        if self.nesting > MAX_NESTING:
+            return self.error(f"the program is nested more than {MAX_NESTING} levels deep "
+                              "here (brackets, prefix operators and statements all count)")
+        return None
+
+    def deeper(self, node: E, tok: Token, *kids: Expr) -> E:
+        """``node`` (built from ``kids`` at ``tok``), its expression depth recorded; an
+        expression that, with the statements around it, nests past
+        :data:`~sarek_py.ir.deep.MAX_DEPTH` levels is a located error at once (TXT-32),
+        before anything walks the tree (a long chain of operators is left-nested)."""
+        d = 1 + max((self._depths.get(id(k), 1) for k in kids), default=0)
+        if d + self.stmt_depth > MAX_DEPTH:
+            raise self.error(depth_message("this expression"), tok)
+        self._depths[id(node)] = d
+        self._keep.append(node)
+        return node
+
     def parse_raw_expr(self) -> Expr:
         """An expression whose unsuffixed literals are not typed yet (see :meth:`coerce`)."""
+        err = self.nested()
+        try:
+            if err is not None:
+                raise err
+            return self._parse_raw_expr()
+        finally:
+            self.nesting -= 1
+
+    def _parse_raw_expr(self) -> Expr:
         cond = self.parse_binary(0)
         q = self.accept("?")
         if q is None:
@@ -341,7 +384,8 @@ class Parser:
         if_true = self.parse_raw_expr()
         self.expect(":", "in a conditional expression 'c ? a : b'")
         if_false = self.parse_raw_expr()
-        return Cond(cond, if_true, if_false, loc=self.loc(q))
+        return self.deeper(Cond(cond, if_true, if_false, loc=self.loc(q)), q,
+                           cond, if_true, if_false)
 
     def parse_binary(self, level: int) -> Expr:
         if level == len(BINARY_LEVELS):
@@ -350,7 +394,8 @@ class Parser:
         while self.peek().kind in BINARY_LEVELS[level]:
             op = self.advance()
             rhs = self.parse_binary(level + 1)
-            lhs = Binary(_BINOPS[op.kind], lhs, rhs, loc=self.loc(op))
+            lhs = self.deeper(Binary(_BINOPS[op.kind], lhs, rhs, loc=self.loc(op)), op,
+                              lhs, rhs)
         return lhs
 
     def parse_unary(self) -> Expr:
@@ -360,8 +405,15 @@ class Parser:
             self.advance()
             return self.literal(self.advance(), negate=True, start=tok)
         if tok.kind in ("-", "!", "~"):
-            self.advance()
-            return Unary(_UNOPS[tok.kind], self.parse_unary(), loc=self.loc(tok))
+            err = self.nested()
+            try:
+                if err is not None:
+                    raise err
+                self.advance()
+                arg = self.parse_unary()
+                return self.deeper(Unary(_UNOPS[tok.kind], arg, loc=self.loc(tok)), tok, arg)
+            finally:
+                self.nesting -= 1
         return self.parse_primary()
 
     def literal(self, tok: Token, negate: bool = False, start: Token | None = None) -> Expr:
@@ -377,7 +429,7 @@ class Parser:
         if tok.kind == INT64:
             lo, hi = _RANGE[Scalar.I64]
             if not lo <= value <= hi:
-                raise self.error(f"integer literal {sign}{tok.text} does not fit in i64",
+                raise self.error(f"integer literal {short(sign + tok.text)} does not fit in i64",
                                  start or tok)
             return Const(value, Scalar.I64, loc=loc)
         return Const(value, Scalar.F32, loc=loc)
@@ -423,7 +475,7 @@ class Parser:
             args = self.parse_args(f"of the cast to {kind}")
             if len(args) != 1:
                 raise self.error(f"a cast to {kind} takes 1 argument, given {len(args)}", tok)
-            return Cast(_SCALARS[kind], args[0], loc=loc)
+            return self.deeper(Cast(_SCALARS[kind], args[0], loc=loc), tok, *args)
         if kind == "length":
             self.advance()
             self.expect("(", "after 'length'")
@@ -440,7 +492,8 @@ class Parser:
                 return self.parse_call(tok)
             if self.at("["):
                 arr = self.lookup(tok)
-                return Read(arr, self.parse_index(tok), loc=loc)
+                index = self.parse_index(tok)
+                return self.deeper(Read(arr, index, loc=loc), tok, *index)
             if name in THREAD_INTRINSICS:
                 return Intrinsic(name, (), loc=loc)
             return Ref(self.lookup(tok), loc=loc)
@@ -461,13 +514,13 @@ class Parser:
             if len(args) != arity:
                 raise self.error(f"'{name}' takes {arity} argument{'s' * (arity > 1)}, "
                                  f"given {len(args)}", tok)
-            return Intrinsic(name, args, loc=loc)
+            return self.deeper(Intrinsic(name, args, loc=loc), tok, *args)
         h = self.functions[name]
         if len(args) != len(h.params):
             raise self.error(f"'{name}' takes {len(h.params)} argument"
                              f"{'s' * (len(h.params) != 1)}, given {len(args)}", tok)
         self.calls.add(name)
-        return Call(name, args, h.result, loc=loc)
+        return self.deeper(Call(name, args, h.result, loc=loc), tok, *args)
 
     # ----------------------------------------------------------------- literal typing
     def coerce(self, e: Expr, expected: Scalar | None) -> Expr:
@@ -521,7 +574,7 @@ class Parser:
             lo, hi = _RANGE[t]
             assert isinstance(lit.value, int)
             if not lo <= lit.value <= hi:
-                raise ParseError(f"integer literal {lit.text} does not fit in {t} "
+                raise ParseError(f"integer literal {short(lit.text)} does not fit in {t} "
                                  "(write an L suffix for i64)", loc, self.text)
             return Const(lit.value, t, loc=loc)
         if expected is Scalar.F32:
@@ -531,7 +584,7 @@ class Parser:
             else:
                 value = f32_from_decimal(body)
                 if math.isinf(value):
-                    raise ParseError(f"float literal {lit.text} overflows f32", loc, self.text)
+                    raise ParseError(f"float literal {short(lit.text)} overflows f32", loc, self.text)
             return Const(-value if lit.text.startswith("-") else value, Scalar.F32, loc=loc)
         return Const(lit.value, Scalar.F64, loc=loc)
 
@@ -554,6 +607,18 @@ class Parser:
         return Seq(tuple(stmts), loc=first.loc)
 
     def parse_stmt(self) -> Stmt:
+        """One statement (TXT-6, TXT-7)."""
+        err = self.nested()
+        self.stmt_depth += 1
+        try:
+            if err is not None:
+                raise err
+            return self._parse_stmt()
+        finally:
+            self.nesting -= 1
+            self.stmt_depth -= 1
+
+    def _parse_stmt(self) -> Stmt:
         tok = self.peek()
         loc = self.loc(tok)
         match tok.kind:
@@ -587,7 +652,11 @@ class Parser:
             case "stop":
                 self.advance()
                 neg = self.accept("-")
-                code = int(self.expect(INT, "after 'stop'").value)  # type: ignore[arg-type]
+                code_tok = self.expect(INT, "after 'stop'")
+                code = int(code_tok.value)  # type: ignore[arg-type]
+                if code >= 2 ** 31:
+                    raise self.error(f"stop code {code_tok.text} does not fit in i32",
+                                     code_tok)
                 return Stop(-code if neg else code, loc=loc)
             case "pragma":
                 self.advance()
@@ -683,6 +752,15 @@ class Parser:
             raise self.error(f"'{name.text}' is already defined at line {first.line}", name)
         self._items[name.text] = name
 
+    def check_depth(self, item: object, what: str) -> None:
+        """Refuse an item whose IR tree nests past :data:`~sarek_py.ir.deep.MAX_DEPTH`
+        levels (TXT-32), at its deepest located node."""
+        self._depths.clear()
+        self._keep.clear()
+        deep = too_deep(item)
+        if deep is not None:
+            raise ParseError(depth_message(what), deep[1], self.text)
+
     def _end_of_item(self, what: str) -> None:
         if self.peek().kind not in ITEM_START:
             raise self.unexpected(f"';' or a new item after the body of {what}")
@@ -704,6 +782,7 @@ class Parser:
             body = self.parse_seq()
         self._end_of_item(f"'{name.text}'")
         h = HelperFunc(name.text, params, result, body, pure, loc=self.loc(start))
+        self.check_depth(h, f"helper '{name.text}'")
         self.functions[name.text] = h
         self.callees[name.text] = self.calls
         return h
@@ -730,6 +809,9 @@ class Parser:
         self.result_type = None
         with self.scope():
             params = self.parse_params(name)
+            requires = None
+            if self.at(NAME) and self.peek().text == "requires":  # LEG-13
+                requires = parse_requires(self, params)
             decls: list[Var] = []
             while self.at("shared", "local", "var"):
                 decls.append(self.parse_decl())
@@ -739,8 +821,10 @@ class Parser:
             self.advance()
             body = self.parse_seq()
         self._end_of_item(f"kernel '{name.text}'")
-        return Kernel(name.text, params, tuple(decls), body, self.helpers_of(self.calls),
-                      loc=self.loc(start))
+        k = Kernel(name.text, params, tuple(decls), body, self.helpers_of(self.calls),
+                   requires=requires, loc=self.loc(start))
+        self.check_depth(k.body, f"kernel '{name.text}'")
+        return k
 
     def helpers_of(self, calls: set[str]) -> tuple[HelperFunc, ...]:
         """The helpers ``calls`` name and those they call, transitively, in file order."""
@@ -769,11 +853,16 @@ class Parser:
 
 def parse_module(text: str, filename: str = "<string>") -> Module:
     """The module of a ``.sk`` text; a ``ParseError`` (located, with the source) if it is
-    not one."""
+    not one. Runs on a deep stack (TXT-32): nesting up to the bounds of
+    :mod:`sarek_py.ir.deep` parses, deeper nesting is a located error."""
+    return call_deep(_parse_module, text, filename)
+
+
+def _parse_module(text: str, filename: str) -> Module:
     parser = Parser(text, filename)
     try:
         return parser.parse_module()
-    except RecursionError:
+    except RecursionError:  # a bug: the bounds of TXT-32 should stop any program first
         raise parser.error("the program is nested too deeply to parse") from None
 
 
@@ -792,3 +881,26 @@ def parse_kernel(text: str, filename: str = "<string>", name: str | None = None)
     if len(m.kernels) != 1:
         raise ParseError(f"expected exactly one kernel in {filename}, found {len(m.kernels)}")
     return m.kernels[0]
+
+
+def name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a kernel or a helper in ``.sk`` text (TXT-34), or None
+    when it can: it must be a string that reads as one name token (letters, digits and
+    underscores, not starting with a digit), and not a keyword or an intrinsic."""
+    if not isinstance(name, str):
+        return f"a name is a string, not {type(name).__name__} {name!r}"
+    shown = repr(name) if len(name) <= 40 else repr(name[:40]) + "…"
+    try:
+        toks = tokenize(name)
+    except ParseError:
+        toks = []
+    if len(toks) != 2 or toks[0].kind != NAME or toks[0].text != name:
+        if len(toks) == 2 and toks[0].text == name:
+            return f"{shown} is a keyword of the .sk language"
+        return (f"{shown} is not a name (letters, digits and '_', not starting with a "
+                "digit)")
+    if name in MATH:
+        return f"{shown} is a math intrinsic"
+    if name in THREAD_INTRINSICS:
+        return f"{shown} is a thread intrinsic"
+    return None

@@ -45,6 +45,8 @@ from sarek_py.ir.nodes import (
     Var,
     While,
 )
+from sarek_py.ir.print_names import printable_helper, printable_kernel, printable_stmt
+from sarek_py.ir.requires import format_requires
 from sarek_py.ir.typeof import type_of
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar, Type
 
@@ -291,8 +293,12 @@ def _value_type(e: Expr) -> Type | None:
         return None
 
 
-def print_stmt(s: Stmt, indent: int = 0) -> str:
-    """The text of a statement (``indent`` levels of two spaces)."""
+def print_stmt(s: Stmt, indent: int = 0, rename: bool = True) -> str:
+    """The text of a statement (``indent`` levels of two spaces). A binder that would
+    capture a use of another variable of the same name is renamed (TXT-31) unless
+    ``rename`` is false (the caller has named the variables already)."""
+    if rename:
+        s = printable_stmt(s)
     return "\n".join(_stmt(s, INDENT * indent))
 
 
@@ -314,13 +320,17 @@ def _decl(v: Var) -> str:
 
 def print_helper(h: HelperFunc) -> str:
     """The text of a helper function."""
+    h = printable_helper(h)
     pure = "pure " if h.pure else ""
     head = f"{pure}fun {h.name}({_params(h.params)}) : {h.result} ="
     return "\n".join([head, *_stmt(h.body, INDENT)]) + "\n"
 
 
 def _kernel_only(k: Kernel) -> str:
+    k = printable_kernel(k)
     head = f"kernel {k.name}({_params(k.params)})"
+    if k.requires is not None:  # LEG-13
+        head += "\n" + INDENT + format_requires(k.requires)
     decls = [INDENT + _decl(v) for v in k.locals]
     if decls:
         lines = [head, *decls]

@@ -31,13 +31,14 @@ import attrs
 from sarek_py.ir import nodes
 from sarek_py.ir.diagnostics import ParseError
 from sarek_py.ir.nodes import BinaryOp, Loc, UnaryOp, Var, reserve_ids
+from sarek_py.ir.requires import FusionRequires, FusionStep
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar
 
 #: the classes a dump may name, by name
 NODE_CLASSES: dict[str, type] = {
     c.__name__: c
     for c in (*nodes.EXPR_TYPES, *nodes.STMT_TYPES, nodes.HelperFunc, nodes.Kernel,
-              nodes.Module, Var, ArrayType)
+              nodes.Module, Var, ArrayType, FusionRequires, FusionStep)
 }
 
 
@@ -74,7 +75,11 @@ def register(classes: tuple[type, ...] = (), enums: tuple[type[enum.Enum], ...] 
 
 
 def _fields(x: Any) -> list[tuple[str, Any]]:
-    return [(f.name, getattr(x, f.name)) for f in attrs.fields(type(x)) if f.name != "loc"]
+    """The fields a dump writes: all but the location, and but a keyword-only field at
+    its default (``Kernel.requires`` of a kernel that is not fused), which reads back as
+    that default."""
+    return [(f.name, getattr(x, f.name)) for f in attrs.fields(type(x)) if f.name != "loc"
+            and not (f.kw_only and getattr(x, f.name) is None and f.default is None)]
 
 
 def _atom(x: Any) -> str | None:
@@ -99,47 +104,95 @@ def _atom(x: Any) -> str | None:
 
 
 class _Writer:
-    """Renders one dump; remembers the one-line text of each subtree (by identity) so
-    that deciding where to break lines stays linear in the size of the tree."""
+    """Renders one dump in time linear in its output: whether a subtree fits on one line
+    is decided by a length count that stops at the line width (memoised by identity),
+    and subtrees indented past :data:`INDENT_CAP` are written on one line, so that a
+    deeply nested tree (TXT-32) does not give an output quadratic in its depth."""
 
     def __init__(self) -> None:
-        self.flats: dict[int, str] = {}
-        self.keep: list[Any] = []  # keeps the cached objects (and so their ids) alive
+        self.lengths: dict[int, int] = {}
+        self.keep: list[Any] = []  # keeps the measured objects (and so their ids) alive
 
-    def flat(self, x: Any) -> str:
+    def _items(self, x: Any) -> list[Any] | None:
+        if isinstance(x, frozenset):
+            return sorted(x, key=self.flat)
+        if isinstance(x, tuple):
+            return list(x)
+        return None
+
+    def flat_into(self, x: Any, out: list[str]) -> None:
         a = _atom(x)
         if a is not None:
-            return a
-        key = id(x)
-        if key in self.flats:
-            return self.flats[key]
-        if isinstance(x, frozenset):  # a set: its items in the order of their text
-            text = "[" + " ".join(sorted(self.flat(y) for y in x)) + "]"
-        elif isinstance(x, tuple):
-            text = "[" + " ".join(self.flat(y) for y in x) + "]"
+            out.append(a)
+            return
+        items = self._items(x)
+        if items is not None:
+            out.append("[")
+            for i, y in enumerate(items):
+                if i:
+                    out.append(" ")
+                self.flat_into(y, out)
+            out.append("]")
         elif type(x).__name__ in NODE_CLASSES:
-            parts = [type(x).__name__, *(f":{n} {self.flat(v)}" for n, v in _fields(x))]
-            text = "(" + " ".join(parts) + ")"
+            out.append(f"({type(x).__name__}")
+            for n, v in _fields(x):
+                out.append(f" :{n} ")
+                self.flat_into(v, out)
+            out.append(")")
         else:
             raise TypeError(f"cannot dump {x!r}")
-        self.flats[key] = text
+
+    def flat(self, x: Any) -> str:
+        out: list[str] = []
+        self.flat_into(x, out)
+        return "".join(out)
+
+    def length(self, x: Any, limit: int) -> int:
+        """The length of ``x`` on one line, or some number above ``limit`` if longer."""
+        a = _atom(x)
+        if a is not None:
+            return len(a)
+        key = id(x)
+        known = self.lengths.get(key)  # an exact length, or -(L + 1): longer than L
+        if known is not None:
+            if known >= 0:
+                return known
+            if -known - 1 >= limit:
+                return limit + 1
+        if isinstance(x, frozenset | tuple):
+            total = 1 + max(len(x) - 1, 0) + 1
+            for y in x:
+                if total > limit:
+                    break
+                total += self.length(y, limit - total)
+        elif type(x).__name__ in NODE_CLASSES:
+            total = 2 + len(type(x).__name__)
+            for n, v in _fields(x):
+                if total > limit:
+                    break
+                total += 3 + len(n) + self.length(v, limit - total)
+        else:
+            raise TypeError(f"cannot dump {x!r}")
+        self.lengths[key] = -(limit + 1) if total > limit else total
         self.keep.append(x)
-        return text
+        return total
 
     def render(self, x: Any, ind: int) -> str:
-        flat = self.flat(x)
-        if ind + len(flat) <= WIDTH or _atom(x) is not None:
-            return flat
+        if _atom(x) is not None or ind > INDENT_CAP or self.length(x, WIDTH - ind) <= WIDTH - ind:
+            return self.flat(x)
         pad = " " * (ind + 2)
-        if isinstance(x, frozenset):
-            x = tuple(sorted(x, key=self.flat))
-        if isinstance(x, tuple):
-            items = "".join(f"{pad}{self.render(y, ind + 2)}\n" for y in x)
-            return "[\n" + items + " " * ind + "]"
+        items = self._items(x)
+        if items is not None:
+            body = "".join(f"{pad}{self.render(y, ind + 2)}\n" for y in items)
+            return "[\n" + body + " " * ind + "]"
         lines = [f"({type(x).__name__}"]
         for n, v in _fields(x):
             lines.append(f"{pad}:{n} {self.render(v, ind + 2)}")
         return "\n".join(lines) + "\n" + " " * ind + ")"
+
+
+#: past this indentation a subtree is written on one line (linear output, TXT-32)
+INDENT_CAP = 160
 
 
 def to_sexp(node: Any) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
+from sarek_py.ir.deep import deep
 from sarek_py.ir.diagnostics import CheckError
 from sarek_py.ir.intrinsics import MATH, THREAD_INTRINSICS
 from sarek_py.ir.nodes import (
@@ -55,6 +56,7 @@ _INT_RANGE = {Scalar.I32: (-(2**31), 2**31 - 1), Scalar.I64: (-(2**63), 2**63 - 
 _STOP_MAX = 2**31 - 1
 
 
+@deep
 def check_module(m: Module) -> None:
     """Check every helper and every kernel of ``m`` (IR-30)."""
     _distinct_names(((h.name, h.loc) for h in m.helpers), "helper function", None)
@@ -66,6 +68,7 @@ def check_module(m: Module) -> None:
         check_kernel(k)
 
 
+@deep
 def check_kernel(k: Kernel) -> None:
     """Check ``k``: its helpers (against ``k.helpers``), declarations and body."""
     where = f"kernel '{k.name}'"

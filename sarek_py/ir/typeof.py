@@ -6,6 +6,8 @@ ill-typed one it returns what the node would have if it were well typed.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from sarek_py.ir.intrinsics import MATH, THREAD_INTRINSICS
 from sarek_py.ir.nodes import (
     Binary,
@@ -24,7 +26,27 @@ from sarek_py.ir.nodes import (
 from sarek_py.ir.types import ArrayType, Scalar, Type
 
 
+#: the types of recently asked compound expressions, by identity (the node is kept with
+#: its type, so its id stays valid): asking for the type of each level of a deep chain
+#: (`- - - … x`, a long sum) is then linear, not quadratic (TXT-32)
+_RECENT: OrderedDict[int, tuple[Expr, Type]] = OrderedDict()
+_RECENT_SIZE = 4096
+
+
 def type_of(e: Expr) -> Type:
+    if not isinstance(e, Unary | Binary | Cond | Intrinsic):
+        return _type_of(e)
+    hit = _RECENT.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    t = _type_of(e)
+    _RECENT[id(e)] = (e, t)
+    if len(_RECENT) > _RECENT_SIZE:
+        _RECENT.popitem(last=False)
+    return t
+
+
+def _type_of(e: Expr) -> Type:
     match e:
         case Const(type=t):
             return t

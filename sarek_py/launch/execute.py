@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.nodes import Ref
 from sarek_py.launch.host_eval import host_eval
@@ -76,8 +77,12 @@ class HostRun:
             if bool(host_eval(c, env)):
                 overwritten += [p.name for p, a in zip(k.params, node.args, strict=True)
                                 if isinstance(a, Ref) and a.var == v]
-        pending = self.backend.start(k, args, threads, block, overwritten=overwritten,
-                                     scratch=scratch, read_back=read_back)
+        try:
+            pending = self.backend.start(k, args, threads, block, overwritten=overwritten,
+                                         scratch=scratch, read_back=read_back)
+        except FusionRefused as refusal:  # a fused kernel's launch conditions (LEG-14)
+            refusal.loc = refusal.loc or node.loc
+            raise
         self.pending.append((node, pending))
 
     def sync(self, node: Sync | None = None) -> None:

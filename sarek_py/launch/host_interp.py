@@ -11,13 +11,16 @@ and syncs run on a backend (default: the interpreter backend) with device-reside
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from typing import Any
 
 import attrs
 import numpy as np
 
+from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir import interp_ops
+from sarek_py.ir.alloc import check_bytes
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.interp_ops import LaneFault
 from sarek_py.ir.nodes import (
@@ -77,6 +80,8 @@ class HostResult:
     values: dict[str, Any]
     output: list[str]
     stop_code: int | None = None
+    #: what ran it (:class:`sarek_py.launch.program_backend.Executor`), when known
+    executor: Any = None
 
     def array(self, name: str) -> np.ndarray[Any, Any]:
         v = self.values[name]
@@ -162,7 +167,10 @@ def _zero(v: Var) -> Any:
     t = v.type
     if isinstance(t, ArrayType):
         if t.is_constant_shape:
-            return np.zeros(tuple(n for n in t.shape if n is not None), t.elem.dtype)
+            shape = tuple(n for n in t.shape if n is not None)
+            check_bytes(math.prod(shape) * t.elem.dtype.itemsize,
+                        f"array '{v.name}' ({'x'.join(map(str, shape))} elements)")
+            return np.zeros(shape, t.elem.dtype)
         return None
     return t.dtype.type(0)
 
@@ -233,7 +241,7 @@ class HostInterp:
         self.kernels: dict[int, tuple[Kernel, tuple[Var, ...]]] = {}
         self.procs = {p.name: p for p in program.procedures}
         self.globals = Frame({})
-        self.device = Residency(backend, check_races)
+        self.device = Residency(backend, check_races, program)
         self._memo: dict[int, _Memo] = {}
 
     # ----------------------------------------------------------------- entry
@@ -369,6 +377,9 @@ class HostInterp:
                     self.device.sync(f)
             except StopRequest as stop:
                 raise _Leave("stop", stop.code) from None
+            except FusionRefused as refusal:  # a fused kernel's launch conditions (LEG-14)
+                refusal.loc = refusal.loc or s.loc
+                raise
             return
         self.device.before(s, f)
         match s:
@@ -519,6 +530,8 @@ class HostInterp:
                                     f"dimension {d}, allocated from {lo_given}", s.loc)
                 n = int(self.eval(b.upper, f)) - lo + 1
             shape.append(max(n, 0))
+        check_bytes(math.prod(shape) * a.type.elem.dtype.itemsize,
+                    f"allocating '{a.name}' ({'x'.join(map(str, shape))} elements)", s.loc)
         arr = np.zeros(tuple(shape), a.type.elem.dtype)
         self.device.fresh_zero(arr)
         f.set_var(a, arr)

@@ -102,6 +102,15 @@ def check_launch(node: Launch) -> None:
                            f"({p.type})")
         elif type_of(a) != p.type:
             raise fail(f"argument for {p.name} has type {type_of(a)}, not {p.type}")
+    req = k.requires
+    if req is not None:  # a fused kernel: one host array for two of its buffers (LEG-15)
+        bound = [(p.name, a.var.name) for p, a in zip(k.params, node.args, strict=True)
+                 if isinstance(p.type, ArrayType) and isinstance(a, Ref)]
+        for n, (pa, va) in enumerate(bound):
+            for pb, vb in bound[n + 1:]:
+                if va == vb and pb not in req.group_of(pa):
+                    raise fail(f"[LEG-15] {va} is passed as both {pa} and {pb}, which the "
+                               "fused kernel needs bound to buffers that do not overlap")
     if type_of(node.thread_count) not in (Scalar.I64, Scalar.I32):
         raise fail("thread_count must be an integer (i64)")
     if type_of(node.block_size) not in (Scalar.I32, Scalar.I64):

@@ -30,6 +30,14 @@ from typing import Literal
 
 import attrs
 
+from sarek_py.analysis.effects import (
+    helper_effects,
+    kernel_effects,
+    launch_host_reads,
+    may_alias,
+    may_share,
+    stmt_effects,
+)
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.intrinsics import THREAD_INTRINSICS
 from sarek_py.ir.nodes import (
@@ -62,7 +70,6 @@ from sarek_py.launch.parfor import parfor_kernel
 from sarek_py.launch.program import (
     Attr,
     Block,
-    CallProc,
     Decl,
     HFor,
     HIf,
@@ -75,7 +82,6 @@ from sarek_py.launch.program import (
     Program,
     block,
     expr_vars,
-    named_vars,
 )
 from sarek_py.launch.runtime.base import can_stop, written_arrays
 from sarek_py.launch.tiling import (
@@ -296,7 +302,8 @@ class _Offloader:
             status = var(self.fresh(f"{kernel.name}_status"), ArrayType(Scalar.I32),
                          mutable=True)
             self.decls.append(Decl(status, frozenset({Attr.ALLOCATABLE})))
-            codes = sorted({x.code for x in iter_stmts(s.body) if isinstance(x, Stop)})
+            # the codes of its own stops and of those of the helpers it calls (EFF-3)
+            codes = sorted(kernel_effects(s.body, helper_effects(kernel.helpers)).stop_codes)
             replay = tuple(Stop(c) for c in codes)
         written = written_arrays(kernel)
         over = [(a, c) for a, c in overwritten_arrays(s) if a.name in written]
@@ -401,7 +408,8 @@ def offload(program: Program, *, block_size: int = 256, stack_budget: int = STAC
     off.taken |= {d.var.name for d in program.decls}
     off.taken |= {k.name for k in program.kernels} | {h.name for h in program.helpers}
     body = place_syncs(off.stmt(program.body), program, final=True)
-    procs = tuple(attrs.evolve(p, body=place_syncs(off.stmt(p.body), program, final=True))
+    procs = tuple(attrs.evolve(p, body=place_syncs(off.stmt(p.body), program, final=True,
+                                                   procedure=p))
                   for p in program.procedures)
     return attrs.evolve(program, body=body, procedures=procs,
                         decls=(*program.decls, *off.decls),
@@ -411,29 +419,30 @@ def offload(program: Program, *, block_size: int = 256, stack_budget: int = STAC
 # ------------------------------------------------------------------------ sync placement
 
 
-def _launch_writes(s: Launch) -> frozenset[Var]:
-    written = written_arrays(s.kernel)
-    out = {a.var for p, a in zip(s.kernel.params, s.args, strict=True)
-           if p.name in written and isinstance(a, Ref)}
-    if s.stop_status is not None:
-        out.add(s.stop_status)
-    return frozenset(out)
-
-
-def _names(s: HostStmt, program: Program) -> frozenset[Var] | None:
-    """The variables a simple host statement names (``None``: it may name anything)."""
-    from sarek_py.fusion.effects import is_self_contained
-
-    if isinstance(s, CallProc):
-        proc: Procedure = program.procedure(s.proc)
-        if not is_self_contained(proc, program):
-            return None
-    return frozenset(named_vars(s))
+def _names(s: HostStmt, program: Program) -> frozenset[Var]:
+    """The variables a simple host statement may read or write: for a call, what its
+    procedure's summary names through the arguments and outside (EFF-8), the same set the
+    device residency brings back before the statement (OFF-12)."""
+    return stmt_effects(s, program).names
 
 
 @attrs.define
 class _Syncs:
     program: Program
+    #: in a procedure's body, its array dummies and the program's arrays (EFF-11)
+    shared: frozenset[Var] = frozenset()
+    #: variables that may change through another name (EFF-10)
+    aliased: frozenset[Var] = frozenset()
+
+    def __attrs_post_init__(self) -> None:
+        self.aliased = may_alias(self.program)
+
+    def touches(self, names: frozenset[Var], pending: frozenset[Var]) -> bool:
+        """Whether ``names`` may name an array a pending launch writes: the same variable,
+        two variables either of which may change through another name (EFF-10), or, in a
+        procedure, two of its array dummies and the program's arrays (EFF-11)."""
+        return bool(names & pending or (names & self.aliased and pending & self.aliased)
+                    or (names & self.shared and pending & self.shared))
 
     def seq(self, stmts: Sequence[HostStmt], pending: frozenset[Var]
             ) -> tuple[list[HostStmt], frozenset[Var]]:
@@ -447,17 +456,21 @@ class _Syncs:
         sync: list[HostStmt] = []
         match s:
             case Launch():
-                pending = pending | _launch_writes(s)
+                # its bounds and scalar arguments are read on the host when it starts
+                if self.touches(launch_host_reads(s), pending):
+                    sync, pending = [Sync()], frozenset()
+                # the arrays bound to parameters it writes, and its stop status (EFF-6)
+                pending = pending | stmt_effects(s, self.program).writes
                 if s.stop_status is not None:
-                    return [s, Sync()], frozenset()
-                return [s], pending
+                    return [*sync, s, Sync()], frozenset()
+                return [*sync, s], pending
             case Sync():
                 return [s], frozenset()
             case Block(stmts=ss):
                 body, pending = self.seq(ss, pending)
                 return [Block(tuple(body), loc=s.loc)], pending
             case HIf(cond=c, then=t, else_=e):
-                if expr_vars(c) & pending:
+                if self.touches(expr_vars(c), pending):
                     sync, pending = [Sync()], frozenset()
                 t2, pt = self.one(t, pending)
                 e2, pe = self.one(e, pending) if e is not None else ([], pending)
@@ -465,7 +478,7 @@ class _Syncs:
                                    else_=None if e is None else block(*e2))
                 return [*sync, new], pt | pe
             case HFor():
-                if expr_vars(s.start, s.stop, s.step) & pending:
+                if self.touches(expr_vars(s.start, s.stop, s.step), pending):
                     sync, pending = [Sync()], frozenset()
                 entry = pending
                 while True:
@@ -478,16 +491,20 @@ class _Syncs:
                 lead: list[HostStmt] = [Sync()] if pending else []
                 return [*lead, s], frozenset()
         names = _names(s, self.program)
-        if pending and (names is None or names & pending):
+        if self.touches(names, pending):
             return [Sync(), s], frozenset()
         return [s], pending
 
 
-def place_syncs(s: HostStmt, program: Program, final: bool = False) -> HostStmt:
-    """OFF-7: a ``sync`` before the first host statement that names an array a pending
-    launch writes (or a call of a procedure that is not self-contained), around loops by a
-    fixpoint, right after a launch that can stop, and at the end when ``final``."""
-    body, pending = _Syncs(program).one(s, frozenset())
+def place_syncs(s: HostStmt, program: Program, final: bool = False,
+                procedure: Procedure | None = None) -> HostStmt:
+    """OFF-7, OFF-12: a ``sync`` before the first host statement that may name an array a
+    pending launch writes (a call: through its procedure's effect summary, EFF-8; a
+    variable that may change through another name when a pending one may too; in
+    ``procedure``'s body, an array dummy or program array when a pending one is one, EFF-11),
+    before a launch whose host expressions read such an array, around loops by a fixpoint,
+    right after a launch that can stop, and at the end when ``final``."""
+    body, pending = _Syncs(program, may_share(program, procedure)).one(s, frozenset())
     if final and pending:
         body.append(Sync())
     return block(*body)

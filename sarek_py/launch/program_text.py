@@ -63,6 +63,7 @@ from sarek_py.launch.program import (
     Procedure,
     Program,
 )
+from sarek_py.launch.program_names import printable_program
 from sarek_py.launch.text import HostParser as LaunchParser
 from sarek_py.launch.text import print_launch
 
@@ -458,7 +459,7 @@ def _hstmt(s: HostStmt, ind: str) -> list[str]:
             heads = ", ".join(f"{ix.var.name} = {print_expr(ix.start)} to {print_expr(ix.stop)}"
                               for ix in ixs)
             decls = "".join(f" {_local_text(v)}" for v in locs)
-            inner = [ind + IND + line for line in print_stmt(body).split("\n")]
+            inner = [ind + IND + line for line in print_stmt(body, rename=False).split("\n")]
             return [f"{ind}parallel for ({heads}){decls} do", *inner, f"{ind}done"]
         case CallProc(proc=p, args=args):
             return [f"{ind}call {p}({', '.join(print_expr(a) for a in args)})"]
@@ -490,6 +491,8 @@ def _open(s: HostStmt) -> bool:
 
 
 def print_host_stmt(s: HostStmt, indent: int = 0) -> str:
+    """The text of host statement ``s`` as it stands (its variables named as they are;
+    :func:`print_program` first renames capturing binders, TXT-31)."""
     return "\n".join(_body_lines(s, IND * indent))
 
 
@@ -501,7 +504,10 @@ def _proc_text(p: Procedure) -> list[str]:
 
 
 def print_program(p: Program) -> str:
-    """The text of a program; ``parse_program(print_program(p))`` prints the same (HP-11)."""
+    """The text of a program; ``parse_program(print_program(p))`` prints the same (HP-11)
+    and means the same: a binder that would capture another variable of its name is
+    renamed (TXT-31, :mod:`sarek_py.launch.program_names`)."""
+    p = printable_program(p)
     parts: list[str] = []
     emitted: set[str] = set()
     for h in p.helpers:

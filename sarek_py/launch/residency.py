@@ -15,21 +15,17 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from sarek_py.ir.nodes import Call, Loc, Ref, Var
-from sarek_py.ir.visit import iter_nodes
+from sarek_py.analysis.effects import launch_host_reads, stmt_effects
+from sarek_py.ir.nodes import Loc, Ref, Var
 from sarek_py.launch.launch import Launch
 from sarek_py.launch.program import (
     Block,
-    CallProc,
     HFor,
     HIf,
     HostError,
     HostStmt,
-    HStore,
-    ParFor,
+    Program,
     expr_vars,
-    kernel_stores,
-    named_vars,
 )
 from sarek_py.launch.runtime.base import Backend, DeviceArray, scalar_value
 from sarek_py.launch.runtime.cache import kernel_facts
@@ -73,26 +69,23 @@ class _StmtArrays:
     arrays: tuple[tuple[Var, bool], ...]
 
 
-def _stmt_arrays(s: HostStmt) -> _StmtArrays:
-    """What :meth:`Residency.before` asks of a statement other than a call; it depends on
-    the statement alone, so it is computed once per statement object."""
-    writes: set[Var] = set()
+def _stmt_arrays(s: HostStmt, program: Program) -> _StmtArrays:
+    """What :meth:`Residency.before` asks of a statement: the arrays it may read or write
+    itself (a test's or a loop's bounds for ``if`` and ``for``, whose bodies are asked
+    when they run), from the one effect summary (EFF-4, EFF-8: a call names what its
+    procedure's summary names through the arguments and outside, the same set sync
+    placement looks at, OFF-12). Computed once per statement object."""
+    writes: frozenset[Var] = frozenset()
     match s:
         case HIf(cond=c):
-            names: set[Var] = set(expr_vars(c))
+            names = expr_vars(c)
         case HFor(start=a, stop=b, step=st):
-            names = set(expr_vars(a, b, st))
+            names = expr_vars(a, b, st)
         case Block():
-            names = set()
-        case HStore(array=a):
-            names, writes = set(named_vars(s)), {a}
-        case ParFor(body=body):
-            # stored directly, or passed to a helper, which may store into it
-            passed = {a.var for n in iter_nodes(body) if isinstance(n, Call)
-                      for a in n.args if isinstance(a, Ref) and a.var.is_array}
-            names, writes = set(named_vars(s)), set(kernel_stores(body)) | passed
+            names = frozenset()
         case _:
-            names = set(named_vars(s))
+            e = stmt_effects(s, program)
+            names, writes = e.names, e.writes
     return _StmtArrays(s, tuple(sorted(((v, v in writes) for v in names if v.is_array),
                                        key=lambda x: x[0].id)))
 
@@ -103,8 +96,10 @@ class Residency:
     names it; a host statement that needs an array a launch writes before a sync waited for
     that launch is an error (it shows a missing sync, OFF-7)."""
 
-    def __init__(self, backend: Backend, check_races: bool) -> None:
+    def __init__(self, backend: Backend, check_races: bool, program: Program) -> None:
         self.backend = backend
+        #: the program run, whose effect summary says what each statement names
+        self.program = program
         self.check_races = check_races
         self.entries: dict[int, _Entry] = {}
         self.stops: list[_PendingStop] = []
@@ -153,16 +148,11 @@ class Residency:
             e.dev_valid = False
 
     def before(self, s: HostStmt, f: Frame) -> None:
-        """Bring back what a host statement names; mark what it may write stale."""
-        if isinstance(s, CallProc):  # names every array visible in the caller's frame
-            names = set(named_vars(s)) | {v for v in f.own_vars() if v.is_array}
-            arrays = _StmtArrays(s, tuple((v, True) for v in names if v.is_array))
-        else:
-            got = self.stmt_arrays.get(id(s))
-            if got is None or got.stmt is not s:
-                got = _stmt_arrays(s)
-                self.stmt_arrays[id(s)] = got
-            arrays = got
+        """Bring back what a host statement may name; mark what it may write stale."""
+        arrays = self.stmt_arrays.get(id(s))
+        if arrays is None or arrays.stmt is not s:
+            arrays = _stmt_arrays(s, self.program)
+            self.stmt_arrays[id(s)] = arrays
         for v, write in arrays.arrays:
             try:
                 arr = f.get_var(v)
@@ -175,6 +165,12 @@ class Residency:
         """Start ``s`` (OFF-3, OFF-4): ``evaluate(expr, frame)`` gives the value of a host
         expression; arrays go to the device only when their device copy is stale and the
         launch does not overwrite them whole."""
+        for v in launch_host_reads(s):  # its bounds and scalar arguments (EFF-6, OFF-7)
+            try:
+                arr = f.get_var(v)
+            except HostError:
+                continue
+            self.host_needs(arr, v.name, False, s.loc)
         k = s.kernel
         facts = kernel_facts(k)
         stoppable, written = facts.can_stop, facts.written

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sarek_py.ir.diagnostics import ParseError
-from sarek_py.ir.lexer import EOF, INT, NAME
-from sarek_py.ir.nodes import Const, Expr, Module, Ref, Stop, Var
+from sarek_py.ir.lexer import EOF, INT, NAME, Token
+from sarek_py.ir.nodes import Const, Expr, Module, Ref, Stop, Unary, UnaryOp, Var
 from sarek_py.ir.parser import Parser
 from sarek_py.ir.printer import format_type, print_expr
 from sarek_py.ir.types import Scalar, Type
@@ -82,9 +82,13 @@ class HostParser(Parser):
                 break
         self.expect(")", "after the launch's arguments")
         self.expect_word("threads")
+        threads_tok = self.peek()
         threads = self.parse_expr(Scalar.I64)
+        self._count_in_range(threads, threads_tok, "thread count", 0, 2 ** 63 - 1)
         self.expect_word("block")
+        block_tok = self.peek()
         block = self.parse_expr(Scalar.I32)
+        self._count_in_range(block, block_tok, "block size", 1, 2 ** 31 - 1)
         scratch: list[ScratchBuffer] = []
         status: Var | None = None
         replay: list[Stop] = []
@@ -121,6 +125,12 @@ class HostParser(Parser):
         check_launch(node)
         return node
 
+    def _count_in_range(self, e: Expr, tok: Token, what: str, lo: int, hi: int) -> None:
+        """A constant thread count or block size out of ``lo..hi`` is an error (LCH-22)."""
+        value = _constant(e)
+        if value is not None and not lo <= value <= hi:
+            raise self.error(f"the {what} {value} is not in {lo}..{hi}", tok)
+
     def _arg_index(self, args: list[Expr], v: Var) -> int:
         for i, a in enumerate(args):
             if isinstance(a, Ref) and a.var == v:
@@ -140,6 +150,16 @@ class HostParser(Parser):
                 raise self.unexpected("'launch' or 'sync'")
             self.accept(";")
         return tuple(self.host_vars), tuple(stmts)
+
+
+def _constant(e: Expr) -> int | None:
+    """The value of an integer constant, negated or not (else None)."""
+    if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    if isinstance(e, Unary) and e.op is UnaryOp.NEG:
+        inner = _constant(e.arg)
+        return None if inner is None else -inner
+    return None
 
 
 def parse_host(text: str, module: Module,

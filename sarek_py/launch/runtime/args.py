@@ -34,10 +34,11 @@ class ArgPlan:
     dtypes: tuple[np.dtype[Any] | None, ...]
 
     def values(self, args: Mapping[str, DeviceArray | np.generic], threads: int,
-               status: DeviceArray | None, handle: Callable[[DeviceArray], Any]) -> list[Any]:
+               status: DeviceArray | None, handle: Callable[[DeviceArray], Any],
+               fault: Any = None) -> list[Any]:
         """Values for the C parameters: buffers (through ``handle``), scalars as numpy
-        scalars of the C type, each array's extents as ``int32``, the 64-bit thread count
-        and the status buffer."""
+        scalars of the C type, each array's extents as ``int32``, the 64-bit thread count,
+        the status buffer and the fault buffer's handle ``fault`` (CG-22)."""
         out: list[Any] = []
         for kind, param, dim, ctype in self.slots:
             if kind == "scalar":
@@ -52,6 +53,11 @@ class ArgPlan:
                 out.append(np.int32(a.shape[dim]))
             elif kind == "threads":
                 out.append(np.int64(threads))
+            elif kind == "fault":
+                if fault is None:
+                    raise LaunchError(f"kernel {self.kernel} checks its accesses: it needs a "
+                                      "fault buffer")
+                out.append(fault)
             else:
                 if status is None:
                     raise LaunchError(f"kernel {self.kernel} can stop: it needs a status buffer")
@@ -72,7 +78,7 @@ def arg_plan(abi: KernelAbi, kernel: Kernel, bool_type: type) -> ArgPlan:
     slots: list[_Slot] = []
     dtypes: list[np.dtype[Any] | None] = []
     for a in abi.args:
-        if a.kind in ("array", "status"):
+        if a.kind in ("array", "status", "fault"):
             slots.append((a.kind, a.param or "", a.dim, None))
             dtypes.append(None)
         elif a.kind == "extent":

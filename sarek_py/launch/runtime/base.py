@@ -17,7 +17,7 @@ from __future__ import annotations
 import abc
 import math
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -25,9 +25,13 @@ from numpy.typing import NDArray
 
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.nodes import Call, Kernel, Ref, Stop, Store, Var
+from sarek_py.ir.requires import check_requires
 from sarek_py.ir.types import ArrayType, Scalar
 from sarek_py.ir.visit import iter_nodes
 from sarek_py.launch.runtime.cache import kernel_facts
+
+if TYPE_CHECKING:
+    from sarek_py.launch.runtime.limits import DeviceLimits
 
 #: the byte a discarded (not copied-in) or scratch buffer is filled with
 POISON_BYTE = 0xA5
@@ -213,6 +217,19 @@ class Backend(abc.ABC):
         self.stats = TransferStats()
         #: fill discarded and scratch buffers with POISON_BYTE (tests rely on it)
         self.poison = True
+        #: bounds-check every device access (CG-22); False is the benchmarks' opt-out
+        self.checked = True
+
+    def device_limits(self) -> DeviceLimits | None:
+        """The device's launch limits (LCH-21); ``None`` where the backend knows none."""
+        return None
+
+    def check_limits(self, kernel: Kernel, threads: Any, block: Any) -> tuple[int, int]:
+        """``(threads, block)`` checked against every launch's and the device's limits
+        before anything is allocated or launched (LCH-21)."""
+        from sarek_py.launch.runtime.limits import check_limits
+
+        return check_limits(kernel, threads, block, self.device_limits())
 
     # ---------------------------------------------------------------- primitives
 
@@ -281,8 +298,8 @@ class Backend(abc.ABC):
         """Start ``threads`` threads in blocks of ``block`` (a count below one runs none);
         returns without waiting. ``status`` is the stop-status buffer (one int32 per thread)
         of a kernel that can stop."""
-        if block < 1:
-            raise LaunchError(f"kernel {kernel.name}: block size {block} is below one")
+        threads, block = self.check_limits(kernel, threads, block)  # LCH-21
+        check_requires(kernel, args, threads, block)  # a fused kernel's conditions (LEG-14)
         if threads < 1:
             return
         if (self.whole_blocks_for_barriers and threads % block
@@ -332,6 +349,7 @@ class Backend(abc.ABC):
         device-only buffer passed for it (LCH-11) — no host array is given for it — and
         ``read_back`` to the number of leading elements to copy back (at most the size).
         """
+        threads, block = self.check_limits(kernel, threads, block)  # LCH-21
         scratch = dict(scratch or {})
         read_back = dict(read_back or {})
         for name in read_back:
@@ -349,6 +367,7 @@ class Backend(abc.ABC):
                                   f"must lie in 0..{size}")
             host_args[name] = np.empty(size, p.type.elem.dtype)  # placeholder for the check
         checked = check_args(kernel, host_args)
+        check_requires(kernel, checked, threads, block)  # before copies (LEG-14, LEG-15)
         for name in overwritten:
             p = _param(kernel, name)
             if not isinstance(p.type, ArrayType):

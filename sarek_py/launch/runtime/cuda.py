@@ -4,7 +4,9 @@ Kernels are emitted as CUDA C, compiled to PTX by our own nvcc call
 (:func:`sarek_py.codegen.nvcc.compile_ptx`: no contraction, IEEE division and square root,
 the device's own architecture, cached on disk) and loaded with the driver. Without PyCUDA,
 without a driver or without a GPU the backend cannot be created and says why in one
-sentence (:class:`~sarek_py.ir.diagnostics.BackendUnavailable`).
+sentence (:class:`~sarek_py.ir.diagnostics.BackendUnavailable`). Launch parameters are checked
+against the device's attributes first (LCH-21); :meth:`CudaBackend.sync` reads each launch's
+bounds-check record (CG-22, LCH-20).
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from sarek_py.codegen.nvcc import compile_ptx
 from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.ir.nodes import Kernel
 from sarek_py.launch.runtime.args import ArgPlan, arg_plan
-from sarek_py.launch.runtime.base import Backend, DeviceArray, LaunchError
+from sarek_py.launch.runtime.base import Backend, DeviceArray
 from sarek_py.launch.runtime.cache import KernelCache, LruCache
+from sarek_py.launch.runtime.faults import FaultWatch
+from sarek_py.launch.runtime.limits import DeviceLimits
 
 
 def _import_driver() -> Any:
@@ -62,9 +66,26 @@ class CudaBackend(Backend):
         major, minor = self.device.compute_capability()
         self.arch = f"sm_{major}{minor}"
         self._functions: LruCache[str, tuple[Emitted, Any, Any]] = LruCache()
-        self._compiled: KernelCache[tuple[Emitted, Any, ArgPlan]] = KernelCache(self._compile)
-        self.max_block = int(self.device.get_attribute(
-            self.drv.device_attribute.MAX_THREADS_PER_BLOCK))
+        #: emitted, loaded kernels, checked (CG-22) and unchecked
+        self._checked: KernelCache[tuple[Emitted, Any, ArgPlan]] = KernelCache(
+            lambda k: self._compile(k, True))
+        self._unchecked: KernelCache[tuple[Emitted, Any, ArgPlan]] = KernelCache(
+            lambda k: self._compile(k, False))
+        attr = self.drv.device_attribute
+
+        def get(name: str) -> int:
+            return int(self.device.get_attribute(getattr(attr, name)))
+
+        self.max_block = min(get("MAX_THREADS_PER_BLOCK"), get("MAX_BLOCK_DIM_X"))
+        self._limits = DeviceLimits(
+            device=f"CUDA device {self.device_name}", max_block=self.max_block,
+            max_blocks=get("MAX_GRID_DIM_X"), max_global=None,
+            shared_bytes=get("MAX_SHARED_MEMORY_PER_BLOCK"))
+        self.faults = FaultWatch(self._alloc, lambda h, n: self._fill(h, n, 0), self._read,
+                                 self.drv.Context.synchronize)
+
+    def device_limits(self) -> DeviceLimits:
+        return self._limits
 
     @property
     def device_name(self) -> str:
@@ -74,10 +95,10 @@ class CudaBackend(Backend):
         """The emitted source and ABI of ``kernel``, its loaded function and its argument
         plan, made at the first launch of this kernel object (LCH-17); one module per
         distinct source."""
-        return self._compiled.get(kernel)
+        return (self._checked if self.checked else self._unchecked).get(kernel)
 
-    def _compile(self, kernel: Kernel) -> tuple[Emitted, Any, ArgPlan]:
-        em = emit(kernel, CUDA)
+    def _compile(self, kernel: Kernel, checked: bool) -> tuple[Emitted, Any, ArgPlan]:
+        em = emit(kernel, CUDA, checked=checked)
         self.stats.emits += 1
         hit = self._functions.get(em.source)
         if hit is None:
@@ -88,7 +109,8 @@ class CudaBackend(Backend):
         return em, hit[2], arg_plan(em.abi, kernel, np.uint8)
 
     def _alloc(self, nbytes: int) -> Any:
-        return self.drv.mem_alloc(max(nbytes, 4))
+        # an empty array still has the 8 bytes a checked access out of bounds reads (CG-22)
+        return self.drv.mem_alloc(max(nbytes, 8))
 
     def _write(self, handle: Any, host: NDArray[Any]) -> None:
         self.drv.memcpy_htod(handle, host)
@@ -102,14 +124,18 @@ class CudaBackend(Backend):
     def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
                 threads: int, block: int, status: DeviceArray | None,
                 check_races: bool) -> None:
-        limit = self.max_block
-        if block > limit:
-            raise LaunchError(f"kernel {kernel.name}: block size {block} exceeds the "
-                              f"device's limit of {limit} threads")
-        _, fn, plan = self.compiled(kernel)
-        values = plan.values(args, threads, status, _handle)
-        blocks = -(-threads // block)
-        fn(*values, block=(block, 1, 1), grid=(blocks, 1))
+        em, fn, plan = self.compiled(kernel)
+        fault = self.faults.arm(kernel.name, em.abi)
+        try:
+            values = plan.values(args, threads, status, _handle, fault)
+            blocks = -(-threads // block)
+            fn(*values, block=(block, 1, 1), grid=(blocks, 1))
+        except BaseException:
+            if fault is not None:
+                self.faults.forget()
+            raise
 
     def sync(self) -> None:
+        """Wait for every launch, then raise the first out-of-bounds fault (LCH-20)."""
         self.drv.Context.synchronize()
+        self.faults.check()

@@ -5,7 +5,9 @@ Programs are built once per source with :data:`~sarek_py.codegen.opencl.BUILD_OP
 math) and kept in a process-wide cache, since a PoCL build takes most of a second. Each
 kernel object is emitted once per backend (LCH-17): its source, ABI and ``cl.Kernel`` are
 cached, so a later launch of it only binds the arguments and enqueues.
-Launches go to an in-order queue and do not wait; :meth:`OpenCLBackend.sync` does.
+Launches go to an in-order queue and do not wait; :meth:`OpenCLBackend.sync` does, and
+then reads each launch's bounds-check record (CG-22, LCH-20). Launch parameters are checked
+against the device's limits first (LCH-21).
 ``$SAREK_OPENCL_DEVICE`` picks a device whose platform or device name contains it.
 """
 
@@ -25,6 +27,8 @@ from sarek_py.ir.nodes import Kernel
 from sarek_py.launch.runtime.args import ArgPlan, arg_plan
 from sarek_py.launch.runtime.base import Backend, DeviceArray, LaunchError
 from sarek_py.launch.runtime.cache import KernelCache, LruCache
+from sarek_py.launch.runtime.faults import FaultWatch
+from sarek_py.launch.runtime.limits import DeviceLimits
 
 #: built programs by (context id, source): shared by every backend object of the process
 _PROGRAMS: LruCache[tuple[int, str], Any] = LruCache()
@@ -81,8 +85,23 @@ class OpenCLBackend(Backend):
         self.context = self.cl.Context([self.device])
         self.queue = self.cl.CommandQueue(self.context)
         self._kernels: LruCache[tuple[str, str], Any] = LruCache()
-        self._compiled: KernelCache[tuple[Emitted, Any, ArgPlan]] = KernelCache(self._compile)
-        self.max_block = int(self.device.max_work_group_size)
+        self._built_limits: LruCache[tuple[str, str], tuple[int, int]] = LruCache()
+        #: emitted, built kernels, checked (CG-22) and unchecked
+        self._checked: KernelCache[tuple[Emitted, Any, ArgPlan]] = KernelCache(
+            lambda k: self._compile(k, True))
+        self._unchecked: KernelCache[tuple[Emitted, Any, ArgPlan]] = KernelCache(
+            lambda k: self._compile(k, False))
+        dev = self.device
+        self.max_block = min(int(dev.max_work_group_size), int(dev.max_work_item_sizes[0]))
+        self._limits = DeviceLimits(
+            device=f"OpenCL device {dev.name}", max_block=self.max_block, max_blocks=None,
+            max_global=2 ** int(dev.address_bits) - 1, shared_bytes=int(dev.local_mem_size),
+            unit="work-items")
+        self.faults = FaultWatch(self._alloc, self._zero, self._read, self.queue.finish,
+                                 self._read_async)
+
+    def device_limits(self) -> DeviceLimits:
+        return self._limits
 
     @property
     def device_name(self) -> str:
@@ -102,10 +121,10 @@ class OpenCLBackend(Backend):
         """The emitted source and ABI of ``kernel``, its ``cl.Kernel`` (scalar argument
         types declared, so binding the arguments is a packing, not a type inquiry) and its
         argument plan, made at the first launch of this kernel object (LCH-17)."""
-        return self._compiled.get(kernel)
+        return (self._checked if self.checked else self._unchecked).get(kernel)
 
-    def _compile(self, kernel: Kernel) -> tuple[Emitted, Any, ArgPlan]:
-        em = emit(kernel, OPENCL)
+    def _compile(self, kernel: Kernel, checked: bool) -> tuple[Emitted, Any, ArgPlan]:
+        em = emit(kernel, OPENCL, checked=checked)
         self.stats.emits += 1
         key = (em.source, em.abi.name)
         k = self._kernels.get(key)
@@ -118,7 +137,8 @@ class OpenCLBackend(Backend):
         return em, k, plan
 
     def _alloc(self, nbytes: int) -> Any:
-        return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size=max(nbytes, 4))
+        # an empty array still has the 8 bytes a checked access out of bounds reads (CG-22)
+        return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size=max(nbytes, 8))
 
     def _write(self, handle: Any, host: NDArray[Any]) -> None:
         self.cl.enqueue_copy(self.queue, handle, host, is_blocking=True)
@@ -129,17 +149,49 @@ class OpenCLBackend(Backend):
     def _fill(self, handle: Any, nbytes: int, byte: int) -> None:
         self.cl.enqueue_fill_buffer(self.queue, handle, np.uint8(byte), 0, nbytes)
 
+    def _zero(self, handle: Any, nbytes: int) -> None:
+        self.cl.enqueue_fill_buffer(self.queue, handle, np.int32(0), 0, nbytes)
+
+    def _read_async(self, handle: Any, host: NDArray[Any]) -> None:
+        self.cl.enqueue_copy(self.queue, host, handle, is_blocking=False)
+
     def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
                 threads: int, block: int, status: DeviceArray | None,
                 check_races: bool) -> None:
-        limit = self.max_block
-        if block > limit:
+        em, k, plan = self.compiled(kernel)
+        self._check_built(kernel, em, k, block)
+        fault = self.faults.arm(kernel.name, em.abi)
+        try:
+            k.set_args(*plan.values(args, threads, status, _handle, fault))
+            blocks = -(-threads // block)
+            self.cl.enqueue_nd_range_kernel(self.queue, k, (blocks * block,), (block,))
+        except BaseException:
+            if fault is not None:
+                self.faults.forget()
+            raise
+        self.faults.launched()
+
+    def _check_built(self, kernel: Kernel, em: Emitted, k: Any, block: int) -> None:
+        """The built kernel's own limits (LCH-21): its largest work-group and the local
+        memory it uses, as the driver reports them (asked once per source)."""
+        key = (em.source, em.abi.name)
+        known = self._built_limits.get(key)
+        if known is None:
+            info = self.cl.kernel_work_group_info
+            known = (int(k.get_work_group_info(info.WORK_GROUP_SIZE, self.device)),
+                     int(k.get_work_group_info(info.LOCAL_MEM_SIZE, self.device)))
+            self._built_limits.put(key, known)
+        most, local = known
+        if block > most:
             raise LaunchError(f"kernel {kernel.name}: block size {block} exceeds the "
-                              f"device's limit of {limit} work-items")
-        _, k, plan = self.compiled(kernel)
-        k.set_args(*plan.values(args, threads, status, _handle))
-        blocks = -(-threads // block)
-        self.cl.enqueue_nd_range_kernel(self.queue, k, (blocks * block,), (block,))
+                              f"built kernel's limit of {most} work-items "
+                              f"({self._limits.device})")
+        if local > self._limits.shared_bytes:
+            raise LaunchError(f"kernel {kernel.name}: the built kernel uses {local} bytes of "
+                              f"local memory, more than the {self._limits.shared_bytes} "
+                              f"bytes a work-group has ({self._limits.device})")
 
     def sync(self) -> None:
+        """Wait for every launch, then raise the first out-of-bounds fault (LCH-20)."""
         self.queue.finish()
+        self.faults.check()
