@@ -299,6 +299,25 @@ def test_eff10_pointer_associated_with_dummy_through_two_calls() -> None:
     assert refusal_rules(text)[:1] == ["LF-4"]
 
 
+@pytest.mark.parametrize(("body", "assoc"), [
+    # the intermediate f is read through q after the loops: fused, f was left unfilled
+    (f"{PRODUCER};\n{CONSUMER};\ns := s + q[2]", "f"),
+    # the renamed u is read through q: with ping-pong, q showed the stale buffer
+    (f"{RENAME};\ns := s + q[2]", "u"),
+])
+def test_lf4_intermediate_or_renamed_associated_through_a_dummy(body: str,
+                                                                assoc: str) -> None:
+    """Regression (LF-4, EFF-10): the program associates pointer `q` with `f` (or `u`)
+    only through a procedure's dummy (`call assoc2(f)`); LF-4 looked for `f` in pointer
+    associations and declarations by itself and did not see it. Intermediate and renamed
+    arrays must not be anything that may change through another name (the one EFF-10
+    set)."""
+    text = program(body, decls="var q : f64[0:] pointer;", pre=f"call assoc2({assoc});",
+                   procs=ASSOC)
+    same_everywhere(text)
+    assert refusal_rules(text)[:1] == ["LF-4"]
+
+
 def test_eff7_write_through_local_pointer_writes_the_dummy() -> None:
     """Regression (EFF-7, EFF-10): a procedure writes its dummy `x` only through its own
     pointer `lp => x`; the summary dropped the write (the pointer is a local), so a call
@@ -531,3 +550,53 @@ def test_off7_off12_eff10_sequence_sample() -> None:
 @pytest.mark.slow
 def test_off7_off12_eff10_sequence_full() -> None:
     assert _sequences(4096, True) == 4096
+
+
+def test_eff2_recursive_procedures_through_the_passes() -> None:
+    """EFF-2 through the passes: procedures `ra` and `rb` call each other (IR built
+    directly; the text form refuses recursion). Called from the time loop, with a stop on
+    the cycle or a program variable named on it, the summary ends, each member gets the
+    cycle's effects, the pair is refused with the rule of what the cycle does, and the
+    program, fused and offloaded, leaves the same bytes."""
+    import attrs
+    import numpy as np
+
+    from sarek_py.analysis.effects import proc_effects
+    from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
+    from sarek_py.ir.nodes import Binary, BinaryOp, Const, Ref
+    from sarek_py.ir.types import Scalar
+    from sarek_py.launch.host_interp import run_program
+    from sarek_py.launch.offload import offload
+    from sarek_py.launch.program import CallProc, HAssign, HIf, HStop, Program
+    from sarek_py.launch.program_text import parse_program
+    from sarek_py.launch.runtime.interp import InterpBackend
+
+    procs = ("proc rb(x : f64[0:] inout, m : i32 in) = x[0] <- x[0] end\n"
+             "proc ra(x : f64[0:] inout, m : i32 in) = "
+             "if m > 0 then (x[m] <- x[m] + 1.0; call rb(x, m - 1)) end")
+    text = program("parallel for (i = 0 to n) do f[i] <- avg(w[i], w[i + 1]); if u[i] > 0.0 "
+                   f"then h[i] <- w[i] done;\n{CONSUMER};\ncall ra(u, 3)", procs=procs)
+    base = parse_program(text)
+    rb = base.procedure("rb")
+    x, m = rb.params[0].var, rb.params[1].var
+    rec = CallProc("ra", (Ref(x), Binary(BinaryOp.SUB, Ref(m), Const(1, Scalar.I32))))
+    s = next(d.var for d in base.decls if d.var.name == "s")
+    bodies = {"plain": (rec, "LF-11"),
+              "stop": (HIf(Binary(BinaryOp.GT, Ref(m), Const(5, Scalar.I32)), HStop(3), rec),
+                       "LF-10"),
+              "global": (HIf(Binary(BinaryOp.GT, Ref(m), Const(0, Scalar.I32)),
+                             HAssign(s, Const(1.0, Scalar.F64)), rec), "LF-12")}
+    for name, (body, rule) in bodies.items():
+        p: Program = attrs.evolve(base, procedures=tuple(
+            attrs.evolve(q, body=body) if q.name == "rb" else q for q in base.procedures))
+        ra, rb2 = proc_effects(p, "ra"), proc_effects(p, "rb")
+        assert ra.calls == rb2.calls == {"ra", "rb"}, name
+        assert ra.may_stop == rb2.may_stop == (name == "stop"), name
+        assert ra.self_contained == (name != "global"), name
+        out, reports = fuse_program(p, FusionOptions())
+        assert reports[0].refusal is not None and reports[0].refusal.rule == rule, name
+        ref = run_program(p)
+        for got in (run_program(out), run_program(offload(p), device=InterpBackend())):
+            for k, v in ref.values.items():
+                assert np.asarray(v).tobytes() == np.asarray(got.values[k]).tobytes(), (name, k)
+            assert ref.stop_code == got.stop_code

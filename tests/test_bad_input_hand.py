@@ -405,6 +405,23 @@ def test_fe22_non_utf8_byte_in_a_python_file(tmp_path: Path) -> None:
     located(err, f, 6)
 
 
+@pytest.mark.parametrize("extent", ["--2147483649", "-+-4", "--256", "+-+-+8"])
+def test_fe21_signed_integer_literals_in_constant_positions(tmp_path: Path,
+                                                            extent: str) -> None:
+    """FE-21 (found by the mutation fuzz): several signs before an integer literal where a
+    constant is needed (a shared extent) were a ValueError from ast.literal_eval."""
+    f = _source(tmp_path, "ext.py", "from sarek_py.frontend import shared\n\n\n@kernel\n"
+                f"def k(y: Vec[f32]):\n    tile = shared(f32, {extent})\n"
+                "    tile[0] = 1.0\n    y[0] = tile[0]\n")
+    rc, _, err = cli("check", str(f))
+    value = eval(extent)
+    if value > 0:
+        assert rc == 0, err
+    else:
+        assert rc == 1
+        located(err, f)
+
+
 # ------------------------------------------------------------------------------ hangs
 
 
@@ -469,6 +486,21 @@ def test_cli16_endless_input_is_capped() -> None:
     assert rc == 1 and "longer than" in err
 
 
+def test_cli16_huge_file_is_refused_at_once(tmp_path: Path) -> None:
+    """CLI-16 (found by the mutation fuzz): a 9 MB mutant of dense tokens took 17 s to
+    lex before the first error; inputs past 4 MiB are refused before lexing, and a file
+    just under the bound lexes in bounded time."""
+    f = tmp_path / "big.sk"
+    f.write_bytes(b"kernel k(y : f32[]) = y[0] <- " + b"! " * (2 << 20) + b"1.0f\n")
+    with within(5):
+        rc, _, err = cli("check", str(f))
+    assert rc == 1 and "longer than 4 MiB" in err
+    g = tmp_path / "py.py"
+    g.write_bytes(b"#" * (5 << 20))
+    rc, _, err = cli("check", str(g))
+    assert rc == 1 and "longer than 4 MiB" in err
+
+
 def test_int23_allocations_checked_against_memory(tmp_path: Path) -> None:
     """INT-23: a declared extent of 2**31 elements (or a thread count that needs more
     memory than there is) is refused at once, naming what asked for the memory."""
@@ -479,6 +511,15 @@ def test_int23_allocations_checked_against_memory(tmp_path: Path) -> None:
     with within(10):
         rc, _, err = cli("run", str(EX / "saxpy.sk"), "-k", "saxpy", "-n", str(2 ** 31 - 1))
     assert rc == 1 and "memory" in err
+    # found by the mutation fuzz: a shared array of 2**31 f32 (8 GiB, and as much again
+    # for the race checker's shadows) ran for a minute before failing
+    src = (EX / "block_reduce.sk").read_text()
+    assert "shared tile : f32[256]" in src
+    g = write(tmp_path, "shared.sk", src.replace("shared tile : f32[256]",
+                                                 "shared tile : f32[2147483648]"))
+    with within(10):
+        rc, _, err = cli("run", str(g), "-k", "block_sum", "-n", "8")
+    assert rc == 1 and "shared array 'tile'" in err and "GiB" in err
     from sarek_py.ir.alloc import check_bytes
 
     with pytest.raises(SarekError, match="needs"):

@@ -37,8 +37,13 @@ def int_literal(node: ast.expr) -> int | None:
     """The value of an integer literal (``3``, ``-2``), else None."""
     if not is_literal(node) or literal_is_float(node):
         return None
-    value = ast.literal_eval(node)
-    return value if isinstance(value, int) else None
+    sign = 1
+    while isinstance(node, ast.UnaryOp):  # any number of signs (`--3`), as is_literal
+        if isinstance(node.op, ast.USub):
+            sign = -sign
+        node = node.operand
+    assert isinstance(node, ast.Constant) and isinstance(node.value, int)
+    return sign * node.value
 
 
 class LoopTranslator(ExprTranslator, abc.ABC):

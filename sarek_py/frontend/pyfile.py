@@ -22,7 +22,7 @@ from sarek_py.ir.nodes import HelperFunc, Kernel, Loc, Module
 _count = itertools.count()
 
 #: the largest Python file imported (the .sk reader's bound, CLI-16)
-MAX_PY_BYTES = 16 << 20
+MAX_PY_BYTES = 4 << 20
 
 
 def kernels_of(path: str | Path) -> list[KernelFunction]:

@@ -90,7 +90,6 @@ from sarek_py.launch.program import (
     HIf,
     HostStmt,
     ParFor,
-    PointerAssoc,
     Procedure,
     Program,
     expr_vars,
@@ -326,10 +325,9 @@ def _check_producer(ctx: _Ctx, p: ParFor, c: ParFor, inter: tuple[Intermediate, 
         d = _decl(ctx, v)
         if d is not None and d.attrs & {Attr.POINTER, Attr.TARGET}:
             raise _refuse("LF-4", f"'{v.name}' is a pointer or a target", p)
-        bodies = [ctx.program.body, *(q.body for q in ctx.program.procedures)]
-        if any(isinstance(s, PointerAssoc) and v in (s.pointer, s.target)
-               for b in bodies for s in iter_host(b)):
-            raise _refuse("LF-4", f"'{v.name}' is associated with a pointer", p)
+        if v in ctx.aliased:  # EFF-10: associated with a pointer, itself or as an actual
+            raise _refuse("LF-4", f"'{v.name}' may change through another name (it is "
+                          "associated with a pointer, or passed for a dummy that is)", p)
     for it in inter:
         for call in _calls(it.value) + [x for g in it.guards for x in _calls(g)]:
             h = ctx.helpers.get(call.func)

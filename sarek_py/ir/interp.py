@@ -173,7 +173,10 @@ def _bind(
             )
         shape = tuple(n for n in t.shape if n is not None)
         inst = geo.nblocks if t.space is MemSpace.SHARED else geo.threads
-        check_bytes(inst * t.size * t.elem.dtype.itemsize,
+        # shared arrays also get the race checker's shadows: a writer and a reader
+        # thread (int32) and an initialised flag per element
+        per = t.elem.dtype.itemsize + (9 if t.space is MemSpace.SHARED else 0)
+        check_bytes(inst * t.size * per,
                     f"kernel {kernel.name}: {t.space} array '{v.name}' ({inst} copies of "
                     f"{t.size} elements)", kernel.loc)
         data = np.zeros(inst * t.size, dtype=t.elem.dtype)

@@ -25,7 +25,6 @@ from sarek_py.ir.nodes import (
 )
 from sarek_py.ir.types import ArrayType, Scalar, Type
 
-
 #: the types of recently asked compound expressions, by identity (the node is kept with
 #: its type, so its id stays valid): asking for the type of each level of a deep chain
 #: (`- - - … x`, a long sum) is then linear, not quadratic (TXT-32)
