@@ -19,7 +19,8 @@ import numpy as np
 
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.nodes import Binary, BinaryOp, Cast, Empty, If, Kernel, Let, Ref, Stmt
-from sarek_py.ir.requires import Count, FusionRequires, FusionStep, register_checker
+from sarek_py.ir.requires import Count, FusionRequires, FusionStep
+from sarek_py.ir.requires_check import register_checker
 from sarek_py.ir.visit import map_node
 
 #: how much work ``np.shares_memory`` may do before two arrays count as overlapping

@@ -27,7 +27,7 @@ from sarek_py.ir.interp_geometry import Geometry
 from sarek_py.ir.interp_memory import ArrayStore, Memory
 from sarek_py.ir.interp_ops import Val
 from sarek_py.ir.nodes import Call, Kernel, Ref, Store, Var, iter_stmts
-from sarek_py.ir.requires import check_requires
+from sarek_py.ir.requires_check import check_requires
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar
 from sarek_py.ir.visit import iter_exprs
 

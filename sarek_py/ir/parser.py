@@ -74,7 +74,7 @@ from sarek_py.ir.nodes import (
     While,
     var,
 )
-from sarek_py.ir.requires import parse_requires
+from sarek_py.ir.requires_text import parse_requires
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar, Type
 
 E = TypeVar("E", bound="Expr")

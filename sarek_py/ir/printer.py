@@ -46,7 +46,7 @@ from sarek_py.ir.nodes import (
     While,
 )
 from sarek_py.ir.print_names import printable_helper, printable_kernel, printable_stmt
-from sarek_py.ir.requires import format_requires
+from sarek_py.ir.requires_text import format_requires
 from sarek_py.ir.typeof import type_of
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar, Type
 

@@ -8,21 +8,15 @@ for. :class:`FusionRequires` is that contract, attached to the fused kernel
 and checked by every launch path through :func:`check_requires` against the actual
 arguments before the kernel runs.
 
-The checker itself needs the fusion's legality analysis, a floor above this one: the
-fusion package registers it (:func:`register_checker`) when it is imported, which
-importing any part of ``sarek_py`` does. A kernel that carries conditions while no
-checker is registered is refused, never run unchecked.
+This module holds the records only; :mod:`sarek_py.ir.requires_check` checks a launch
+against them, and the parser and printer read and write the ``requires`` clause.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
-
-if TYPE_CHECKING:
-    from sarek_py.ir.nodes import Kernel
 
 Count = int | str
 """A declared thread count: a number, or the name of an integer scalar parameter of the
@@ -83,110 +77,4 @@ class FusionRequires:
                               tuple(tuple(prefix + n for n in g) for g in self.same))
 
 
-Checker = Callable[["Kernel", Mapping[str, Any], int, int], None]
-_CHECKERS: list[Checker] = []
-
-
-def register_checker(check: Checker) -> None:
-    """Install the function that checks a launch against ``Kernel.requires``."""
-    _CHECKERS[:] = [check]
-
-
-def check_requires(kernel: Kernel, args: Mapping[str, Any], threads: int, block: int,
-                   shaped: object = None) -> None:
-    """Refuse (raise a :class:`SarekError` naming the rule) a launch of ``kernel`` with
-    ``threads`` threads in blocks of ``block`` and arguments ``args`` (numpy arrays or
-    device buffers, scalars) that does not meet the kernel's launch conditions (LEG-14);
-    ``shaped``: the grid or block shape of a launch in several dimensions, which a fused
-    kernel with conditions is refused (the conditions are proved for 1-D launches)."""
-    if kernel.requires is None:
-        return
-    from sarek_py.ir.diagnostics import SarekError  # diagnostics imports the nodes
-
-    if shaped is not None:
-        raise SarekError(f"[LEG-14] kernel {kernel.name} is a fused kernel with launch "
-                         "conditions: launch it in one dimension (threads and block), "
-                         f"not with the grid or block shape {shaped}")
-    if not _CHECKERS:
-        raise SarekError(f"kernel {kernel.name} is a fused kernel with launch conditions, "
-                         "and no checker of them is loaded (import sarek_py.fusion)")
-    _CHECKERS[0](kernel, args, threads, block)
-
-
-# ----------------------------------------------------------------------------- text form
-
-
-def format_requires(req: FusionRequires) -> str:
-    """The ``requires`` clause of a fused kernel's header (TXT, LEG-13)::
-
-        requires fused(scale, relu, p_y, ep_tc) same(p_x, p_w)
-
-    ``fused(P, C, array, count[, tp, tc])`` per step, outermost first; ``same(a, b, …)``
-    per group of parameters bound to one buffer."""
-    items = []
-    for s in req.steps:
-        fields = [s.producer, s.consumer, s.array, s.count]
-        if s.threads is not None:
-            fields += [str(t) for t in s.threads]
-        items.append(f"fused({', '.join(fields)})")
-    items += [f"same({', '.join(g)})" for g in req.same]
-    return "requires " + " ".join(items)
-
-
-def parse_requires(p: Any, params: tuple[Any, ...]) -> FusionRequires:
-    """Read a ``requires`` clause (the word ``requires`` is the next token) with parser
-    ``p`` of :mod:`sarek_py.ir.parser`, checking every name against ``params``."""
-    from sarek_py.ir.lexer import INT, NAME
-    from sarek_py.ir.types import ArrayType, Scalar
-
-    by_name = {v.name: v for v in params}
-    p.advance()
-
-    def param(kind: str, context: str) -> str:
-        tok = p.expect_name(context)
-        v = by_name.get(tok.text)
-        ok = v is not None and (isinstance(v.type, ArrayType) if kind == "array"
-                                else v.type in (Scalar.I32, Scalar.I64))
-        if not ok:
-            what = "an array parameter" if kind == "array" else "an integer scalar parameter"
-            raise p.error(f"'{tok.text}' is not {what} of this kernel", tok)
-        return str(tok.text)
-
-    def count() -> Count:
-        if p.at(INT):
-            return int(p.advance().value)
-        return param("int", "(a thread count: a number or an integer parameter)")
-
-    steps: list[FusionStep] = []
-    same: list[tuple[str, ...]] = []
-    while p.at(NAME) and p.peek().text in ("fused", "same"):
-        word = p.advance()
-        p.expect("(", f"after '{word.text}'")
-        if word.text == "fused":
-            prod = str(p.expect_name("(the producer's name)").text)
-            p.expect(",", "after the producer's name")
-            cons = str(p.expect_name("(the consumer's name)").text)
-            p.expect(",", "after the consumer's name")
-            arr = param("array", "(the intermediate array)")
-            p.expect(",", "after the intermediate array")
-            cnt = param("int", "(the parameter of the consumer's thread count)")
-            threads: tuple[Count, Count] | None = None
-            if p.accept(","):
-                tp = count()
-                p.expect(",", "between the two thread counts")
-                threads = (tp, count())
-            steps.append(FusionStep(prod, cons, arr, cnt, threads))
-        else:
-            group = [param("array", "(a parameter bound to the same buffer)")]
-            while p.accept(","):
-                group.append(param("array", "(a parameter bound to the same buffer)"))
-            if len(group) < 2 or len(set(group)) != len(group):
-                raise p.error("same(...) needs two or more different array parameters", word)
-            same.append(tuple(group))
-        p.expect(")", f"to close '{word.text}('")
-    if not steps:
-        raise p.unexpected("'fused(producer, consumer, array, count)' after 'requires'")
-    seen = [n for g in same for n in g]
-    if len(seen) != len(set(seen)):
-        raise p.error("an array parameter is in two same(...) groups")
-    return FusionRequires(tuple(steps), tuple(same))
+__all__ = ["Count", "FusionRequires", "FusionStep"]

@@ -23,12 +23,12 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.nodes import Call, Kernel, Ref, Stop, Store, Var
-from sarek_py.ir.requires import check_requires
+from sarek_py.ir.requires_check import check_requires
 from sarek_py.ir.types import ArrayType, Scalar
 from sarek_py.ir.visit import iter_nodes
 from sarek_py.launch.runtime.cache import kernel_facts
+from sarek_py.launch.runtime.errors import LaunchError as LaunchError
 
 if TYPE_CHECKING:
     from sarek_py.launch.runtime.limits import DeviceLimits
@@ -37,10 +37,6 @@ if TYPE_CHECKING:
 POISON_BYTE = 0xA5
 
 HostValue = NDArray[Any] | int | float | bool | np.generic
-
-
-class LaunchError(SarekError):
-    """A launch the runtime cannot make: missing or ill-typed arguments, a bad block size …"""
 
 
 @attrs.define

@@ -16,7 +16,7 @@ import numpy as np
 
 from sarek_py.ir.nodes import Kernel
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar
-from sarek_py.launch.runtime.base import LaunchError
+from sarek_py.launch.runtime.errors import LaunchError
 
 #: the most threads one launch may have: ``global_thread_id`` is an ``i32`` (the
 #: interpreter's limit too, INT-1)
