@@ -23,10 +23,10 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from sarek_py.ir.nodes import Call, Kernel, Ref, Stop, Store, Var
+from sarek_py.analysis.kernel_effects import kernel_may_stop, kernel_writes
+from sarek_py.ir.nodes import Kernel, Var
 from sarek_py.ir.requires_check import check_requires
 from sarek_py.ir.types import ArrayType, Scalar
-from sarek_py.ir.visit import iter_nodes
 from sarek_py.launch.runtime.cache import kernel_facts
 from sarek_py.launch.runtime.errors import LaunchError as LaunchError
 
@@ -87,42 +87,15 @@ class RunResult:
 
 
 def can_stop(kernel: Kernel) -> bool:
-    """Whether the kernel (or a helper it has) holds a ``stop`` statement."""
-    bodies = [kernel.body, *(h.body for h in kernel.helpers)]
-    return any(isinstance(n, Stop) for b in bodies for n in iter_nodes(b))
+    """Whether the kernel (or a helper it has) may run a ``stop`` (the effect summary,
+    EFF-3)."""
+    return kernel_may_stop(kernel)
 
 
 def written_arrays(kernel: Kernel) -> frozenset[str]:
     """The array parameters the kernel may store into: stored directly, or passed to a
-    helper that stores into one of its own array parameters."""
-    helpers = {h.name: h for h in kernel.helpers}
-    memo: dict[str, frozenset[int]] = {}
-
-    def helper_writes(name: str) -> frozenset[int]:
-        """Positions of the array parameters helper ``name`` may store into."""
-        if name in memo:
-            return memo[name]
-        memo[name] = frozenset()
-        h = helpers[name]
-        stored = _stored_vars(h.body, helper_writes)
-        memo[name] = frozenset(i for i, p in enumerate(h.params) if p in stored)
-        return memo[name]
-
-    stored = _stored_vars(kernel.body, helper_writes)
-    return frozenset(p.name for p in kernel.params if p in stored)
-
-
-def _stored_vars(body: Any, helper_writes: Any) -> set[Var]:
-    out: set[Var] = set()
-    for n in iter_nodes(body):
-        if isinstance(n, Store):
-            out.add(n.array)
-        elif isinstance(n, Call):
-            for i in helper_writes(n.func):
-                a = n.args[i]
-                if isinstance(a, Ref):
-                    out.add(a.var)
-    return out
+    helper that stores into one of its own array parameters (EFF-3)."""
+    return kernel_writes(kernel)
 
 
 def check_args(kernel: Kernel, args: Mapping[str, Any]) -> dict[str, HostValue]:
