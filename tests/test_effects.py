@@ -316,3 +316,27 @@ end""")
     [sync] = [s for s in iter_host(q.body) if type(s).__name__ == "Sync"][:1]
     es = stmt_effects(sync, q)
     assert not es.names and not es.may_stop and es.constructs == ("sync",)
+
+
+def test_eff3_whole_kernel_may_stop_and_writes() -> None:
+    """EFF-3: ``kernel_may_stop`` counts a stopping helper of the kernel's table even when
+    the body does not call it (the emitted source defines it, with the stop status), and
+    ``kernel_writes`` the parameters stored through a helper; the runtimes' launch facts
+    (``can_stop``, ``written_arrays``) are these."""
+    from sarek_py.analysis.kernel_effects import kernel_may_stop, kernel_writes
+    from sarek_py.launch.runtime.base import can_stop, written_arrays
+
+    mod = parse_module(HELPERS + """
+kernel via_put(y : f64[], z : f64[], n : i32) =
+  let i = global_thread_id in if i < n then let _ = put(y, i, z[i]) in ()
+kernel plain(y : f64[], n : i32) =
+  let i = global_thread_id in if i < n then y[i] <- 1.0
+""")
+    k = {x.name: x for x in mod.kernels}
+    assert kernel_writes(k["via_put"]) == {"y"} == written_arrays(k["via_put"])
+    assert not kernel_may_stop(k["via_put"]) and not can_stop(k["via_put"])
+    # a table that holds halt (stop 9), which the body never calls
+    with_halt = attrs.evolve(k["plain"], helpers=(*k["plain"].helpers, table()["halt"]))
+    assert kernel_may_stop(with_halt) and can_stop(with_halt)
+    assert not kernel_may_stop(k["plain"])
+    assert kernel_writes(k["plain"]) == {"y"} == written_arrays(with_halt)
