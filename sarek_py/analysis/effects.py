@@ -25,11 +25,11 @@ import attrs
 
 from sarek_py.analysis.kernel_effects import (
     HelperEffects,
-    IdCache,
     KernelEffects,
     helper_effects,
     kernel_effects,
 )
+from sarek_py.ir.memo import IdentityCache
 from sarek_py.ir.nodes import (
     HelperFunc,
     Read,
@@ -399,18 +399,12 @@ def may_share(program: Program, procedure: Procedure | None) -> frozenset[Var]:
                      | {d.var for d in program.decls if d.var.is_array})
 
 
-_PROGRAMS = IdCache(limit=64)
+_PROGRAMS: IdentityCache[Program, ProgramEffects] = IdentityCache(ProgramEffects, 64)
 
 
 def program_effects(program: Program) -> ProgramEffects:
     """EFF-9: the summaries of ``program``, computed once per program object."""
-    hit = _PROGRAMS.get((program,))
-    if hit is not None:
-        assert isinstance(hit, ProgramEffects)
-        return hit
-    out = ProgramEffects(program)
-    _PROGRAMS.put((program,), out)
-    return out
+    return _PROGRAMS.get(program)
 
 
 def stmt_effects(s: HostStmt, program: Program) -> StmtEffects:

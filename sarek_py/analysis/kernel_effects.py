@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from sarek_py.ir.intrinsics import THREAD_INTRINSICS
+from sarek_py.ir.memo import IdentitiesCache
 from sarek_py.ir.nodes import (
     Call,
     Expr,
@@ -132,29 +133,7 @@ def _compute_helpers(helpers: tuple[HelperFunc, ...]) -> dict[str, HelperEffects
     return state
 
 
-@attrs.define
-class IdCache:
-    """Values computed once per tuple of objects, looked up by their identities (each
-    entry holds its objects, so their ids are not reused while it lives)."""
-
-    limit: int = 256
-    entries: dict[tuple[int, ...], tuple[tuple[object, ...], object]] = attrs.field(
-        factory=dict)
-
-    def get(self, key: tuple[object, ...]) -> object | None:
-        hit = self.entries.get(tuple(id(x) for x in key))
-        if hit is not None and len(hit[0]) == len(key) and all(
-                a is b for a, b in zip(hit[0], key, strict=True)):
-            return hit[1]
-        return None
-
-    def put(self, key: tuple[object, ...], value: object) -> None:
-        if len(self.entries) >= self.limit:
-            self.entries.clear()
-        self.entries[tuple(id(x) for x in key)] = (key, value)
-
-
-_HELPERS = IdCache()
+_HELPERS: IdentitiesCache[dict[str, HelperEffects]] = IdentitiesCache(256)
 
 
 def helper_effects(helpers: Iterable[HelperFunc]) -> Mapping[str, HelperEffects]:
@@ -166,7 +145,6 @@ def helper_effects(helpers: Iterable[HelperFunc]) -> Mapping[str, HelperEffects]
     key = tuple(seen.values())
     hit = _HELPERS.get(key)
     if hit is not None:
-        assert isinstance(hit, dict)
         return hit
     out = _compute_helpers(key)
     _HELPERS.put(key, out)
@@ -256,5 +234,5 @@ def kernel_writes(kernel: Kernel) -> frozenset[str]:
     return frozenset(p.name for p in kernel.params if p in written)
 
 
-__all__ = ["HelperEffects", "IdCache", "KernelEffects", "helper_effects", "kernel_effects",
+__all__ = ["HelperEffects", "KernelEffects", "helper_effects", "kernel_effects",
            "kernel_may_stop", "kernel_writes"]

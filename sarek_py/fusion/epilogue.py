@@ -33,6 +33,7 @@ from sarek_py.fusion.refusal import FusionRefused, Incompatible
 from sarek_py.fusion.well_formed import well_formed
 from sarek_py.ir.deep import deep
 from sarek_py.ir.intrinsics import GLOBAL_IDS, THREAD_INTRINSICS
+from sarek_py.ir.memo import IdentityCache
 from sarek_py.ir.nodes import (
     Assign,
     Barrier,
@@ -298,7 +299,14 @@ def _refuse_construct(body: Stmt, helpers: Sequence[HelperFunc], kname: str) -> 
                 pass
 
 
-_SHAPES: dict[int, tuple[Kernel, Consumer | FusionRefused]] = {}
+def _shape_or_refusal(kernel: Kernel) -> Consumer | FusionRefused:
+    try:
+        return _consumer_shape(kernel)
+    except FusionRefused as r:
+        return r
+
+
+_SHAPES: IdentityCache[Kernel, Consumer | FusionRefused] = IdentityCache(_shape_or_refusal, 256)
 
 
 @deep
@@ -306,17 +314,7 @@ def consumer_shape(kernel: Kernel) -> Consumer:
     """Recognise an element-wise consumer, or raise :class:`FusionRefused` (EF-1..EF-4).
 
     The answer is remembered for the same (immutable) kernel object."""
-    hit = _SHAPES.get(id(kernel))
-    if hit is None or hit[0] is not kernel:
-        try:
-            res: Consumer | FusionRefused = _consumer_shape(kernel)
-        except FusionRefused as r:
-            res = r
-        if len(_SHAPES) > 256:
-            _SHAPES.clear()
-        _SHAPES[id(kernel)] = (kernel, res)
-    else:
-        res = hit[1]
+    res = _SHAPES.get(kernel)
     if isinstance(res, FusionRefused):
         raise res
     return res

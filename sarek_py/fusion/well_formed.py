@@ -14,28 +14,27 @@ from __future__ import annotations
 
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.diagnostics import SarekError
+from sarek_py.ir.memo import IdentityCache
 from sarek_py.ir.nodes import Kernel
 from sarek_py.ir.typecheck import check_kernel
 
+
+def _check(kernel: Kernel) -> SarekError | None:
+    try:
+        check_kernel(kernel)
+    except SarekError as e:
+        return e
+    return None
+
+
 #: kernels already checked (by identity: IR nodes are immutable), with the error if any
-_SEEN: dict[int, tuple[Kernel, SarekError | None]] = {}
+_SEEN: IdentityCache[Kernel, SarekError | None] = IdentityCache(_check, 256)
 
 
 def well_formed(kernel: Kernel, role: str) -> None:
     """Raise ``FusionRefused`` (EF-1) unless ``kernel`` passes the type checker;
     ``role`` (``"producer"``, ``"consumer"``) names it in the message."""
-    hit = _SEEN.get(id(kernel))
-    if hit is None or hit[0] is not kernel:
-        err: SarekError | None = None
-        try:
-            check_kernel(kernel)
-        except SarekError as e:
-            err = e
-        if len(_SEEN) > 256:
-            _SEEN.clear()
-        _SEEN[id(kernel)] = (kernel, err)
-    else:
-        err = hit[1]
+    err = _SEEN.get(kernel)
     if err is not None:
         raise FusionRefused("EF-1", f"{role} {kernel.name} is not a well-formed kernel (the "
                             f"type checker refuses it): {err.message}", err.loc or kernel.loc)
