@@ -498,7 +498,7 @@ def run_seeds(seeds: range, opencl_every: int = 0) -> Tally:
     return tally
 
 
-QUICK = range(0, 6)
+QUICK = range(0, 4)
 
 
 def test_hp16_lf14_quick_sample() -> None:
