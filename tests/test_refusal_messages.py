@@ -933,3 +933,32 @@ def test_leg17_affine_cause(expr: str, kind: str, words: tuple[str, ...]) -> Non
     for w in words:
         assert w in c.text, c.text
     assert c.loc is not None and c.loc.file == "c.sk"
+
+
+def test_inl1_inl4_name_the_cause_and_place() -> None:
+    """INL-1: a call asked for that is not in the statement says so, at the call; INL-4: an
+    array dummy with a constant extent the actual is not known to have (IR other passes
+    build; the checker asks equal types) names the dummy, the extent and the dimension."""
+    import attrs
+
+    from sarek_py.fusion.inline import inline_call
+    from sarek_py.ir.nodes import Call
+    from sarek_py.ir.visit import iter_nodes
+
+    m = parse_module("""
+pure fun first(x : f32[]) : f32 = return x[0]
+kernel k(a : f32[], out : f32[], n : i32) =
+  let i = global_thread_id in
+  if i < n then out[i] <- first(a)
+""", "k.sk")
+    k, h = m.kernels[0], m.helpers[0]
+    call = next(x for x in iter_nodes(k.body) if isinstance(x, Call))
+    _, r1 = inline_call(k.body, attrs.evolve(call), m.helpers)  # an equal call, not that one
+    assert r1 is not None and r1.rule == "INL-1" and "not in the statement" in r1.message
+    assert str(r1).startswith("k.sk:5:27: call of 'first' not inlined [INL-1]")
+    x = h.params[0]
+    x4 = attrs.evolve(x, type=attrs.evolve(x.type, shape=(4,)))
+    h4 = attrs.evolve(h, params=(x4,))  # variables are equal by id: the body's x is x4
+    _, r4 = inline_call(k.body, call, [h4])
+    assert r4 is not None and r4.rule == "INL-4", r4
+    assert "dummy 'x' has extent 4 in dimension 0" in r4.message and r4.loc == call.loc
