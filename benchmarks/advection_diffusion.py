@@ -30,12 +30,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
-from sarek_py.launch.host_interp import run_program
-from sarek_py.launch.offload import NUMBERINGS, Numbering, offload
-from sarek_py.launch.program import Program
-from sarek_py.launch.program_text import parse_program_file
-from sarek_py.launch.runtime import Backend, get_backend
+from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
+from sarek_py.host.interp import run_program
+from sarek_py.host.offload import NUMBERINGS, Numbering, offload
+from sarek_py.ir.host.program import Program
+from sarek_py.ir.host.text import parse_program_file
+from sarek_py.runtime import Backend, get_backend
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "advection_diffusion.sk"
 

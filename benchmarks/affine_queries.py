@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from sarek_py.fusion.affine import AffineForm, Dnf, ge0, implies, reads_within
-from sarek_py.fusion.affine_fm import is_empty
+from sarek_py.analysis.affine.fm import is_empty
+from sarek_py.analysis.affine.queries import AffineForm, Dnf, ge0, implies, reads_within
 from sarek_py.ir.nodes import Ref, var
 from sarek_py.ir.types import Scalar
 

@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from advection_diffusion import record_launches, replay, variants  # noqa: E402
 
+from sarek_py.host.interp import run_program  # noqa: E402
 from sarek_py.ir.parser import parse_module  # noqa: E402
-from sarek_py.launch.host_interp import run_program  # noqa: E402
-from sarek_py.launch.runtime import Backend, get_backend  # noqa: E402
+from sarek_py.runtime import Backend, get_backend  # noqa: E402
 
 SAXPY = parse_module("""
 kernel saxpy(x : f32[], y : f32[], a : f32, n : i32) =

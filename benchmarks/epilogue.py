@@ -27,10 +27,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sarek_py.fusion.sequence import KernelLaunch, fuse_launches  # noqa: E402
+from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches  # noqa: E402
 from sarek_py.ir.diagnostics import BackendUnavailable  # noqa: E402
 from sarek_py.ir.parser import parse_module  # noqa: E402
-from sarek_py.launch.runtime import get_backend  # noqa: E402
+from sarek_py.runtime import get_backend  # noqa: E402
 
 REPEAT = int(os.environ.get("SAREK_BENCH_REPEAT", "15"))
 

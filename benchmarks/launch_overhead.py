@@ -7,7 +7,7 @@
    sync at the end (``Backend.launch``: cached kernel, argument binding, enqueue), and
    ``run_kernel`` on 256 host elements (copies in and out, sync) per call;
 3. one Jacobi step of a 2-D 5-point stencil (a loop nest made into a kernel by
-   :mod:`sarek_py.launch.tiling`), launched tiled and flat: points per second each way.
+   :mod:`sarek_py.host.tiling`), launched tiled and flat: points per second each way.
 
 Usage: ``python benchmarks/launch_overhead.py [--quick] [--backend opencl|cuda]``. Times are
 the median of several runs after a warm-up; ratios are within this one run.
@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
+from sarek_py.host.tiling import Loop, Nest, tile_nest, tiled_args
 from sarek_py.ir.nodes import Binary, BinaryOp, Const, Expr, Read, Ref, Store, var
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.types import Scalar, array
-from sarek_py.launch.runtime import Backend, DeviceArray, get_backend
-from sarek_py.launch.tiling import Loop, Nest, tile_nest, tiled_args
+from sarek_py.runtime import Backend, DeviceArray, get_backend
 
 SAXPY = parse_module("""
 kernel saxpy(x : f32[], y : f32[], a : f32, n : i32) =

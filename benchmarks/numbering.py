@@ -21,10 +21,10 @@ import sys
 import time
 from typing import Any
 
-from sarek_py.launch.host_interp import run_program
-from sarek_py.launch.offload import NUMBERINGS, offload
-from sarek_py.launch.program_text import parse_program
-from sarek_py.launch.runtime import get_backend
+from sarek_py.host.interp import run_program
+from sarek_py.host.offload import NUMBERINGS, offload
+from sarek_py.ir.host.text import parse_program
+from sarek_py.runtime import get_backend
 
 SOURCE = """
 program stencil

@@ -22,14 +22,14 @@ from sarek_py.frontend import (
     kernel,
     pipeline,
 )
+from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
 from sarek_py.fusion.refusal import FusionRefused
-from sarek_py.fusion.sequence import KernelLaunch, fuse_launches
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.nodes import HelperFunc, Kernel, Module, Var
 from sarek_py.ir.parser import parse_file, parse_module
 from sarek_py.ir.printer import print_kernel, print_module
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar
-from sarek_py.launch.runtime import get_backend
+from sarek_py.runtime import get_backend
 
 __all__ = [
     "ArrayType",

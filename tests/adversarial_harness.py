@@ -10,14 +10,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from sarek_py.cli.opt_program import LOOP_TRANSFORMS, run_passes
 from sarek_py.codegen.cstyle import CodegenError
-from sarek_py.fusion.loop_fusion import FusionOptions, PairReport, fuse_program
-from sarek_py.fusion.loop_opt import LOOP_TRANSFORMS, run_passes
+from sarek_py.fusion.loops.fusion import FusionOptions, PairReport, fuse_program
+from sarek_py.host.backend import run_program_on
+from sarek_py.host.interp import HostResult, run_program
 from sarek_py.ir.diagnostics import BackendUnavailable, SarekError
-from sarek_py.launch.host_interp import HostResult, run_program
-from sarek_py.launch.program import Program
-from sarek_py.launch.program_backend import run_program_on
-from sarek_py.launch.program_text import parse_program, print_program
+from sarek_py.ir.host.program import Program
+from sarek_py.ir.host.text import parse_program, print_program
 
 PIPELINES: tuple[tuple[str, ...], ...] = (
     ("fuse",), ("fuse", "swap"), ("offload",), ("fuse", "swap", "offload"),
@@ -26,7 +26,7 @@ PIPELINES: tuple[tuple[str, ...], ...] = (
 
 
 def opencl_available() -> bool:
-    from sarek_py.launch.runtime import get_backend
+    from sarek_py.runtime import get_backend
 
     try:
         get_backend("opencl")

@@ -193,7 +193,7 @@ _LOCATED = re.compile(r"^\S.*?:(\d+):(\d+): (?:error|fusion refused): ")
 
 
 def _run_one(argv: list[str]) -> dict[str, Any]:
-    from sarek_py.cli import main
+    from sarek_py.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     escaped = None

@@ -22,7 +22,7 @@ import attrs
 import numpy as np
 from hypothesis import strategies as st
 
-from sarek_py.fusion.sequence import KernelLaunch
+from sarek_py.fusion.epilogue.sequence import KernelLaunch
 from sarek_py.ir.nodes import Assign as _Assign
 from sarek_py.ir.nodes import (
     Binary,

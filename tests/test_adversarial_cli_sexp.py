@@ -22,14 +22,14 @@ from typing import Any
 
 import pytest
 
-from sarek_py.cli import main
-from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
+from sarek_py.cli.main import main
+from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
+from sarek_py.host.interp import run_program
+from sarek_py.host.offload import offload
 from sarek_py.ir.diagnostics import BackendUnavailable, ParseError, SarekError
-from sarek_py.launch.host_interp import run_program
-from sarek_py.launch.offload import offload
-from sarek_py.launch.program_sexp import program_from_sexp, program_to_sexp
-from sarek_py.launch.program_text import parse_program, print_program
-from sarek_py.launch.runtime import get_backend
+from sarek_py.ir.host.sexp import program_from_sexp, program_to_sexp
+from sarek_py.ir.host.text import parse_program, print_program
+from sarek_py.runtime import get_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -208,7 +208,7 @@ def test_txt26_infinite_var_id_does_not_break_fresh_ids() -> None:
         from sarek_py.ir.diagnostics import ParseError
         from sarek_py.ir.nodes import var
         from sarek_py.ir.types import Scalar
-        from sarek_py.launch.program_sexp import program_from_sexp
+        from sarek_py.ir.host.sexp import program_from_sexp
         t = ('(Program :name "q" :decls [(Decl :var (Var :name "x" :id inf :type :i32 '
              ':mutable true))] :body (Block :stmts []))')
         try:
@@ -256,7 +256,7 @@ def test_txt26_registering_a_taken_class_name_is_an_error() -> None:
     code = textwrap.dedent("""
         import attrs
         from sarek_py.ir.sexp import register
-        import sarek_py.launch.program_sexp
+        import sarek_py.ir.host.sexp
         @attrs.frozen
         class Program:
             name: str
@@ -274,9 +274,9 @@ def test_txt26_registering_a_taken_class_name_is_an_error() -> None:
 
 def test_txt26_registering_the_same_classes_again_is_fine() -> None:
     """Held: registering the host classes and enums a second time is not an error."""
+    from sarek_py.ir.host.program import Attr, Intent
+    from sarek_py.ir.host.sexp import HOST_CLASSES
     from sarek_py.ir.sexp import register
-    from sarek_py.launch.program import Attr, Intent
-    from sarek_py.launch.program_sexp import HOST_CLASSES
 
     register(HOST_CLASSES, (Attr, Intent))
 
@@ -650,6 +650,6 @@ def test_cli_opt_offload_rows_on_stdin_reparses(capsys: pytest.CaptureFixture[st
 
 
 def _clear_sources() -> None:
-    from sarek_py import cli
+    from sarek_py.cli import main as cli
 
     cli._SOURCES.clear()

@@ -325,8 +325,8 @@ def test_eff7_write_through_local_pointer_writes_the_dummy() -> None:
     construct that ends a chain; the device residency checks each statement of the
     procedure), but the summary is what every pass asks."""
     from sarek_py.analysis.effects import proc_effects, stmt_effects
-    from sarek_py.launch.program import CallProc, iter_host
-    from sarek_py.launch.program_text import parse_program
+    from sarek_py.ir.host.program import CallProc, iter_host
+    from sarek_py.ir.host.text import parse_program
 
     text = program("call wr(u, n)", procs="proc wr(x : f64[0:] inout, m : i32 in)\n"
                    "var lp : f64[0:] pointer; var lq : f64[0:] pointer;\n"
@@ -562,14 +562,14 @@ def test_eff2_recursive_procedures_through_the_passes() -> None:
     import numpy as np
 
     from sarek_py.analysis.effects import proc_effects
-    from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
+    from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
+    from sarek_py.host.interp import run_program
+    from sarek_py.host.offload import offload
+    from sarek_py.ir.host.program import CallProc, HAssign, HIf, HStop, Program
+    from sarek_py.ir.host.text import parse_program
     from sarek_py.ir.nodes import Binary, BinaryOp, Const, Ref
     from sarek_py.ir.types import Scalar
-    from sarek_py.launch.host_interp import run_program
-    from sarek_py.launch.offload import offload
-    from sarek_py.launch.program import CallProc, HAssign, HIf, HStop, Program
-    from sarek_py.launch.program_text import parse_program
-    from sarek_py.launch.runtime.interp import InterpBackend
+    from sarek_py.runtime.interp import InterpBackend
 
     procs = ("proc rb(x : f64[0:] inout, m : i32 in) = x[0] <- x[0] end\n"
              "proc ra(x : f64[0:] inout, m : i32 in) = "

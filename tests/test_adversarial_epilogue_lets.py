@@ -28,9 +28,9 @@ import numpy as np
 import pytest
 from numpy.lib.stride_tricks import as_strided
 
-from sarek_py.fusion.epilogue import consumer, fuse
+from sarek_py.fusion.epilogue.fuse_kernels import consumer, fuse
+from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
 from sarek_py.fusion.refusal import FusionRefused
-from sarek_py.fusion.sequence import KernelLaunch, fuse_launches
 from sarek_py.ir.diagnostics import BackendUnavailable, SarekError
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import (
@@ -123,7 +123,7 @@ def differential(ks: Mapping[str, Kernel], specs: Sequence[Spec],
 
 
 def opencl() -> Any:
-    from sarek_py.launch.runtime import get_backend
+    from sarek_py.runtime import get_backend
 
     try:
         return get_backend("opencl")
@@ -384,8 +384,8 @@ def test_leg12_in_place_symbolic_counts() -> None:
     """LEG-8 with LEG-12: in-place producers and let-copy consumers launched over a
     symbolic ``n`` (and ``n - 2``) on named buffers, as ``explain`` sees a host program:
     every pair that fuses is bitwise the unfused pair for n = 1, 5 and 12."""
+    from sarek_py.ir.host.evaluate import host_eval
     from sarek_py.ir.nodes import var
-    from sarek_py.launch.host_eval import host_eval
 
     ks = module(INPLACE)
     n = Ref(var("n", Scalar.I32, mutable=True))
@@ -823,7 +823,7 @@ def test_leg6_consumer_count_must_fit_ep_tc(tc: int, fuses: bool) -> None:
     i32 — was fused, and the fused launch then failed, ``ep_tc: 2147483648 does not fit
     i32``, where the unfused pair runs): the consumer's thread count is passed to the
     fused kernel as ``ep_tc : i32``, so it must fit, or the pair is refused."""
-    from sarek_py.launch.runtime.base import check_args
+    from sarek_py.runtime.base import check_args
 
     ks = module(COPY_PAIR)
     new, (d,) = fuse_launches([KernelLaunch(ks["cp"], tc, 256, {"a": "A", "tmp": "B", "n": tc}),
@@ -842,9 +842,9 @@ def test_leg6_symbolic_consumer_count_past_i32_is_refused_at_launch() -> None:
     the values that fit), and a launch of the fused kernel with ``N`` past ``2^31 - 1``
     is refused before anything runs (``ep_tc`` does not fit ``i32``) — an error, never
     other bytes. The known count is refused at fusion time (the test above)."""
+    from sarek_py.ir.host.evaluate import host_eval
     from sarek_py.ir.nodes import var
-    from sarek_py.launch.host_eval import host_eval
-    from sarek_py.launch.runtime.base import check_args
+    from sarek_py.runtime.base import check_args
 
     ks = module(COPY_PAIR)
     big = Ref(var("N", Scalar.I64, mutable=True))

@@ -18,21 +18,21 @@ import numpy as np
 import pytest
 from fusion_strategies import run_launches, same_bits
 
+from sarek_py.analysis.affine.queries import AffineForm, Dnf, StoreSite, covers_exactly_once, ge0
 from sarek_py.codegen import emit_opencl
-from sarek_py.fusion.affine import AffineForm, Dnf, StoreSite, covers_exactly_once, ge0
-from sarek_py.fusion.legality import index_slice
-from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
-from sarek_py.fusion.sequence import KernelLaunch, fuse_launches, is_symbolic
+from sarek_py.fusion.epilogue.legality import index_slice
+from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches, is_symbolic
+from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
+from sarek_py.host.interp import run_program
+from sarek_py.host.offload import offload
 from sarek_py.ir.diagnostics import BackendUnavailable
+from sarek_py.ir.host.evaluate import host_eval
+from sarek_py.ir.host.text import parse_program, print_program
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import Binary, BinaryOp, Const, Intrinsic, Kernel, Ref, var
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.types import Scalar
-from sarek_py.launch.host_eval import host_eval
-from sarek_py.launch.host_interp import run_program
-from sarek_py.launch.offload import offload
-from sarek_py.launch.program_text import parse_program, print_program
-from sarek_py.launch.runtime import get_backend
+from sarek_py.runtime import get_backend
 
 
 def device_backends() -> list[Any]:

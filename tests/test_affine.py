@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from sarek_py.fusion.affine import (
+from sarek_py.analysis.affine.paths import accesses
+from sarek_py.analysis.affine.queries import (
     AffineCtx,
     AffineForm,
     Constraint,
@@ -24,7 +25,6 @@ from sarek_py.fusion.affine import (
     to_affine,
     to_dnf,
 )
-from sarek_py.fusion.affine_paths import accesses
 from sarek_py.ir.nodes import (
     Assign,
     Binary,
@@ -405,7 +405,7 @@ def test_aff15_accesses_paths() -> None:
 
 def test_aff14_aff15_kernel_store_coverage() -> None:
     """AFF-14, AFF-15: the one-call check on parsed producer kernels."""
-    from sarek_py.fusion.affine import kernel_store_coverage
+    from sarek_py.analysis.affine.queries import kernel_store_coverage
     from sarek_py.ir.parser import parse_module
 
     m = parse_module("""

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from sarek_py.fusion.affine import (
+from sarek_py.analysis.affine.queries import (
     AffineForm,
     Dnf,
     StoreSite,

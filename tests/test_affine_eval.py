@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from sarek_py.fusion.affine import AffineCtx, Dnf, Mode, to_affine, to_dnf
+from sarek_py.analysis.affine.queries import AffineCtx, Dnf, Mode, to_affine, to_dnf
 from sarek_py.ir.nodes import (
     Binary,
     BinaryOp,
@@ -142,7 +142,7 @@ def dnf_value(d: Dnf, env: Mapping[Var, int]) -> bool:
 
 
 def _form_value(form: object, env: Mapping[Var, int]) -> int:
-    from sarek_py.fusion.affine import AffineForm
+    from sarek_py.analysis.affine.queries import AffineForm
 
     assert isinstance(form, AffineForm)
     vals = {a: int(ev(a, env)) for a in form.atoms}

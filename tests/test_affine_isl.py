@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import islpy as isl
 import pytest
 
-from sarek_py.fusion.affine import (
+from sarek_py.analysis.affine.queries import (
     AffineForm,
     Constraint,
     Dnf,

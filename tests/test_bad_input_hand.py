@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sarek_py.cli import main
+from sarek_py.cli.main import main
 from sarek_py.ir.diagnostics import SarekError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,7 +162,7 @@ def _pair() -> tuple[object, object]:
 def test_ef17_fuse_arguments_of_the_wrong_kind(bad: str) -> None:
     """EF-17: fuse() given non-kernels, shared=None or a list: a TypeError that says what
     it wants (not an AttributeError from inside)."""
-    from sarek_py.fusion.epilogue import fuse
+    from sarek_py.fusion.epilogue.fuse_kernels import fuse
 
     p, c = _pair()
     kw: dict[str, object] = {"shared": {"tmp": "tmp"}}
@@ -186,7 +186,7 @@ def test_ef17_fuse_arguments_of_the_wrong_kind(bad: str) -> None:
                                   "global_thread_id"])
 def test_ef17_fuse_name_that_does_not_parse(name: str) -> None:
     """EF-17 / TXT-34: a fused kernel's name must read back as .sk text."""
-    from sarek_py.fusion.epilogue import fuse
+    from sarek_py.fusion.epilogue.fuse_kernels import fuse
 
     p, c = _pair()
     with pytest.raises(ValueError, match="name"):
@@ -266,7 +266,7 @@ def test_lch23_fuse_launches_counts(threads: object, block: object,
                                    error: type[Exception] | None) -> None:
     """LCH-23: fuse_launches accepts numpy-integer counts and refuses floats, bools and
     out-of-range counts with a TypeError/ValueError (not an AssertionError)."""
-    from sarek_py.fusion.sequence import KernelLaunch, fuse_launches
+    from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
 
     p, c = _pair()
     x, t, y = (np.ones(8, np.float32) for _ in range(3))

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sarek_py import cli
-from sarek_py.cli import COMMANDS, command, main, make_inputs
+from sarek_py.cli import main as cli
+from sarek_py.cli.main import COMMANDS, command, main, make_inputs
 from sarek_py.ir.nodes import Module
 from sarek_py.ir.types import ArrayType
 
@@ -513,7 +513,7 @@ def program(tmp_path: Path) -> Path:
 
 
 def test_cli10_load_any_dispatches_on_content(program: Path, files: dict[str, Path]) -> None:
-    from sarek_py.launch.program import Program
+    from sarek_py.ir.host.program import Program
 
     loaded = cli.load_any(str(program))
     assert isinstance(loaded, Program) and loaded.name == "demo"
@@ -535,8 +535,8 @@ def test_cli10_print_and_check_a_program(program: Path, tmp_path: Path,
                    "0 procedure(s); 1 parallel loop(s))\n")
     code, out, err = run_cli(capsys, "print", program, "--sexp")
     assert (code, err) == (0, "") and out.startswith('(Program\n  :name "demo"')
-    from sarek_py.launch.program_sexp import program_from_sexp
-    from sarek_py.launch.program_text import parse_program, print_program
+    from sarek_py.ir.host.sexp import program_from_sexp
+    from sarek_py.ir.host.text import parse_program, print_program
 
     assert print_program(program_from_sexp(out)) == print_program(
         parse_program(Path(program).read_text(), str(program)))
@@ -760,7 +760,7 @@ def _needs_opencl(command: str) -> bool:
 
 def _opencl_available() -> bool:
     try:
-        from sarek_py.launch.runtime import get_backend
+        from sarek_py.runtime import get_backend
 
         get_backend("opencl")
     except Exception:  # noqa: BLE001  (any reason it cannot run here)

@@ -483,7 +483,7 @@ def test_cg18_wrapping_arithmetic_text() -> None:
 
 
 def test_cg18_ranges_are_sound_and_narrowed() -> None:
-    from sarek_py.codegen.ranges import int_range, no_overflow, refine, type_range
+    from sarek_py.analysis.ranges import int_range, no_overflow, refine, type_range
 
     i, n = var("i", Scalar.I32), var("n", Scalar.I32)
     gid = Intrinsic("global_thread_id")
@@ -576,7 +576,7 @@ kernel k(a : i32[], n : i32) =
             "    for (int j = j_first; j <= j_last; j++) {") in emit_opencl(k)
     buf = np.array([4, 0], np.int32)
     ref = buf.copy()
-    from sarek_py.launch.runtime import get_backend
+    from sarek_py.runtime import get_backend
 
     get_backend("interp").run_kernel(k, {"a": ref, "n": np.int32(1)}, 1, 1)
     be.run_kernel(k, {"a": buf, "n": np.int32(1)}, 1, 1)

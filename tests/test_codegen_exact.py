@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sarek_py import cli
+from sarek_py.cli import main as cli
 from sarek_py.ir.diagnostics import BackendUnavailable, ParseError
 from sarek_py.ir.nodes import Kernel, Module
 from sarek_py.ir.parser import parse_file
 from sarek_py.ir.typecheck import check_module
-from sarek_py.launch.runtime import Backend, get_backend
+from sarek_py.runtime import Backend, get_backend
 
 ROOT = Path(__file__).parent.parent
 CASES = Path(__file__).with_name("test_codegen_cases.sk")

@@ -22,9 +22,9 @@ OCLGRIND = shutil.which("oclgrind")
 
 SCRIPT = r"""
 import json, sys
-from sarek_py import cli
+from sarek_py.cli import main as cli
 from sarek_py.ir.parser import parse_file, parse_module
-from sarek_py.launch.runtime import get_backend
+from sarek_py.runtime import get_backend
 
 be = get_backend("opencl")
 print("device:", be.device_name, flush=True)
@@ -86,7 +86,7 @@ LOOP_ENDS_SCRIPT = r"""
 import json, sys
 import numpy as np
 from sarek_py.ir.parser import parse_file
-from sarek_py.launch.runtime import get_backend
+from sarek_py.runtime import get_backend
 
 k = parse_file(sys.argv[1]).kernel("loop_ends")
 args = {"hi": np.int32(2**31 - 1), "lo": np.int32(-(2**31)), "hi64": np.int64(2**63 - 1),

@@ -16,7 +16,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sarek_py.codegen.ranges import int_range, refine, type_range
+from sarek_py.analysis.ranges import int_range, refine, type_range
 from sarek_py.ir.diagnostics import InterpError
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import (

@@ -29,8 +29,8 @@ from sarek_py.codegen.cstyle import emit_module
 from sarek_py.ir.diagnostics import InterpError
 from sarek_py.ir.parser import parse_file, parse_module
 from sarek_py.ir.typecheck import check_module
-from sarek_py.launch.runtime import LaunchError, get_backend
-from sarek_py.launch.runtime.limits import MAX_THREADS, DeviceLimits, check_limits
+from sarek_py.runtime import LaunchError, get_backend
+from sarek_py.runtime.limits import MAX_THREADS, DeviceLimits, check_limits
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = Path(__file__).with_name("test_device_safety_cases.sk")
@@ -263,7 +263,7 @@ def test_lch20_python_api_scan_loop_ends_at_the_fault() -> None:
         import numpy as np
         from sarek_py.ir.diagnostics import InterpError
         from sarek_py.ir.parser import parse_file
-        from sarek_py.launch.runtime import get_backend
+        from sarek_py.runtime import get_backend
         k = parse_file("tests/test_device_safety_cases.sk").kernel("scan")
         out = np.full(16, 5, np.int32)
         try:
@@ -296,10 +296,10 @@ def test_lch20_offloaded_host_program_reports_at_sync() -> None:
     opencl_or_skip()
     proc = child_python(f"""
         from sarek_py.ir.diagnostics import InterpError
-        from sarek_py.launch.host_interp import run_program
-        from sarek_py.launch.offload import offload
-        from sarek_py.launch.program_text import parse_program
-        from sarek_py.launch.runtime import get_backend
+        from sarek_py.host.interp import run_program
+        from sarek_py.host.offload import offload
+        from sarek_py.ir.host.text import parse_program
+        from sarek_py.runtime import get_backend
         p = parse_program({HOST!r})
         for dev in (None, get_backend("opencl")):
             try:
@@ -444,7 +444,7 @@ def test_cg22_checked_cuda_compiles_without_contraction(tmp_path: Path) -> None:
 def test_cg22_checked_and_unchecked_give_the_same_bytes() -> None:
     """CG-22, CG-15: guarded kernels give the interpreter's bytes checked and unchecked."""
     be = opencl_or_skip()
-    from sarek_py import cli
+    from sarek_py.cli import main as cli
     from sarek_py.ir.interp import run_kernel
 
     codegen = parse_file(ROOT / "tests" / "test_codegen_cases.sk")
@@ -475,7 +475,7 @@ def test_lch20_cuda_glue_reads_the_fault_record(monkeypatch: pytest.MonkeyPatch)
     the device's attributes."""
     from test_runtime import _FakeDriver
 
-    from sarek_py.launch.runtime import cuda
+    from sarek_py.runtime import cuda
 
     if NVCC is None:
         pytest.skip("nvcc is not installed here")
@@ -514,10 +514,10 @@ def test_lch20_cuda_glue_reads_the_fault_record(monkeypatch: pytest.MonkeyPatch)
 
 OCLGRIND_SCRIPT = r"""
 import sys
-from sarek_py import cli
+from sarek_py.cli import main as cli
 from sarek_py.ir.diagnostics import InterpError
 from sarek_py.ir.parser import parse_file
-from sarek_py.launch.runtime import get_backend
+from sarek_py.runtime import get_backend
 
 be = get_backend("opencl")
 print("device:", be.device_name, flush=True)
@@ -597,7 +597,7 @@ from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import Binary, BinaryOp, Cast
 from sarek_py.ir.typeof import scalar_type_of
 from sarek_py.ir.visit import iter_nodes
-from sarek_py.launch.runtime import get_backend
+from sarek_py.runtime import get_backend
 
 be = get_backend("opencl")
 count = {"kernels": 0, "oob": 0, "same": 0, "undefined_after": 0}
@@ -685,9 +685,9 @@ def test_lch20_launch_nodes_report_at_their_sync() -> None:
         from sarek_py.ir.nodes import Const, Ref, var
         from sarek_py.ir.parser import parse_file
         from sarek_py.ir.types import Scalar, array
-        from sarek_py.launch.execute import execute
-        from sarek_py.launch.launch import Launch, Sync
-        from sarek_py.launch.runtime import get_backend
+        from sarek_py.host.execute import execute
+        from sarek_py.ir.host.launch import Launch, Sync
+        from sarek_py.runtime import get_backend
         k = parse_file("tests/test_device_safety_cases.sk").kernel("fill")
         y = var("y", array(Scalar.F32, 1))
         node = Launch(k, Const(300, Scalar.I64), Const(64, Scalar.I32), (Ref(y),))

@@ -14,14 +14,14 @@ from sarek_py.analysis.effects import (
     program_effects,
     stmt_effects,
 )
+from sarek_py.host.offload import offload
+from sarek_py.host.residency import _stmt_arrays
+from sarek_py.ir.host.launch import Launch
+from sarek_py.ir.host.program import Block, CallProc, HFor, ParFor, Program, iter_host
+from sarek_py.ir.host.text import parse_program
 from sarek_py.ir.nodes import Call, HelperFunc, Ref, Return, Seq, Stop, Var
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.types import Scalar
-from sarek_py.launch.launch import Launch
-from sarek_py.launch.offload import offload
-from sarek_py.launch.program import Block, CallProc, HFor, ParFor, Program, iter_host
-from sarek_py.launch.program_text import parse_program
-from sarek_py.launch.residency import _stmt_arrays
 
 HELPERS = """
 fun put(x : f64[], k : i32, v : f64) : unit = x[k] <- v
@@ -323,8 +323,8 @@ def test_eff3_whole_kernel_may_stop_and_writes() -> None:
     the body does not call it (the emitted source defines it, with the stop status), and
     ``kernel_writes`` the parameters stored through a helper; the runtimes' launch facts
     (``can_stop``, ``written_arrays``) are these."""
-    from sarek_py.analysis.kernel_effects import kernel_may_stop, kernel_writes
-    from sarek_py.launch.runtime.base import can_stop, written_arrays
+    from sarek_py.ir.effects import kernel_may_stop, kernel_writes
+    from sarek_py.runtime.base import can_stop, written_arrays
 
     mod = parse_module(HELPERS + """
 kernel via_put(y : f64[], z : f64[], n : i32) =

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sarek_py.fusion.epilogue import (
+from sarek_py.fusion.epilogue.fuse_kernels import (
     GLOBAL_IDS,
     THREAD_INTRINSICS,
     Consumer,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sarek_py.cli import main
+from sarek_py.cli.main import main
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.typecheck import check_module
 
@@ -128,7 +128,7 @@ def test_leg11_explain_contraction(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_leg11_explain_launches_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The launch list of sarek_py.launch.text: host scalars are symbolic (LEG-12)."""
+    """The launch list of sarek_py.ir.host.launch_text: host scalars are symbolic (LEG-12)."""
     sk = tmp_path / "sr.sk"
     sk.write_text(EXAMPLE.read_text())
     (tmp_path / "sr.launches").write_text(

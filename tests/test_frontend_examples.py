@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sarek_py.cli import main
+from sarek_py.cli.main import main
 from sarek_py.frontend.pyfile import kernels_of, load_python_module
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import Kernel

@@ -55,7 +55,7 @@ def inputs(n: int = 1000, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
 
 
 def opencl_or_skip() -> str:
-    from sarek_py.launch.runtime import get_backend
+    from sarek_py.runtime import get_backend
 
     try:
         get_backend("opencl")
@@ -83,7 +83,7 @@ def test_fe14_calling_a_kernel_directly_says_how_to_launch() -> None:
 
 def test_fe14_fuse_accepts_frontend_and_ir_kernels() -> None:
     from sarek_py.frontend import as_ir, fuse
-    from sarek_py.fusion.epilogue import fuse as fuse_ir
+    from sarek_py.fusion.epilogue.fuse_kernels import fuse as fuse_ir
     from sarek_py.ir.visit import canonical_ids
 
     assert as_ir(scale) is scale.ir and as_ir(scale.ir) is scale.ir

@@ -29,7 +29,7 @@ def test_fe17_tutorial_has_the_promised_steps() -> None:
 
 
 def test_fe17_tutorial_snippets_run(tmp_path: Path) -> None:
-    from sarek_py.launch.runtime import get_backend
+    from sarek_py.runtime import get_backend
 
     script = "\n\n".join(snippets())
     try:

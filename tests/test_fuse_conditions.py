@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sarek_py.cli import main
-from sarek_py.fusion.epilogue import fuse
+from sarek_py.cli.main import main
+from sarek_py.fusion.epilogue.fuse_kernels import fuse
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.diagnostics import BackendUnavailable, SarekError
 from sarek_py.ir.interp import run_kernel
@@ -29,7 +29,7 @@ from sarek_py.ir.printer import print_kernel
 from sarek_py.ir.requires import FusionRequires, FusionStep
 from sarek_py.ir.sexp import from_sexp, to_sexp
 from sarek_py.ir.typecheck import check_kernel
-from sarek_py.launch.runtime import get_backend
+from sarek_py.runtime import get_backend
 
 SRC = """
 kernel scale(x : f32[], y : f32[], a : f32, n : i32) =
@@ -192,7 +192,7 @@ def test_leg15_buffers_must_be_distinct() -> None:
 def test_leg15_same_groups_of_a_launch_fusion() -> None:
     """LEG-15: a fusion of launches that bound two producer parameters to one buffer
     requires exactly that; a copy in its place is refused."""
-    from sarek_py.fusion.sequence import KernelLaunch, fuse_launches
+    from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
 
     src = parse_module("""
 kernel add(x : f32[], u : f32[], y : f32[], n : i32) =
@@ -299,8 +299,8 @@ def program(tc: int) -> str:
 
 
 def test_leg14_host_program_launch_is_checked() -> None:
-    from sarek_py.launch.host_interp import run_program
-    from sarek_py.launch.program_text import parse_program
+    from sarek_py.host.interp import run_program
+    from sarek_py.ir.host.text import parse_program
 
     run_program(parse_program(program(N)))
     with pytest.raises(FusionRefused) as ei:
@@ -310,8 +310,8 @@ def test_leg14_host_program_launch_is_checked() -> None:
 
 
 def test_leg14_host_launch_statement_on_a_runtime_is_checked() -> None:
-    from sarek_py.launch.execute import execute
-    from sarek_py.launch.program_text import parse_program
+    from sarek_py.host.execute import execute
+    from sarek_py.ir.host.text import parse_program
 
     prog = parse_program(program(N + 1))
     env = {"x": np.ones(N, np.float32), "y": np.zeros(N, np.float32),
@@ -384,7 +384,7 @@ def test_ef9_leg13_fusing_a_fused_kernel_uses_its_buffer_groups() -> None:
     """EF-9 with LEG-13: a producer that requires ``p_x`` and ``p_w`` to be one buffer
     (proved so for its launches) writes ``p_w``; a consumer reading ``p_x`` reads what the
     producer writes, though under another name: refused."""
-    from sarek_py.fusion.sequence import KernelLaunch, fuse_launches
+    from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
 
     m = parse_module("""
 kernel twice_in_place(x : f32[], w : f32[], y : f32[], n : i32) =
@@ -417,12 +417,12 @@ kernel addx(z : f32[], x : f32[], out : f32[], n : i32) =
 def test_leg15_host_launch_of_one_array_for_two_buffers_is_a_located_error() -> None:
     """LEG-15, statically: a host program passing one array as two parameters of a fused
     kernel that must be distinct buffers is refused when checked, at the launch."""
-    from sarek_py.launch.program_text import parse_program
+    from sarek_py.ir.host.text import parse_program
 
     text = program(N).replace("launch scale_relu(x, y, 1.5f, 10, z,",
                               "launch scale_relu(x, y, 1.5f, 10, y,")
     with pytest.raises(SarekError) as ei:
-        from sarek_py.launch.host_interp import run_program
+        from sarek_py.host.interp import run_program
 
         run_program(parse_program(text, "prog.sk"))
     assert "[LEG-15] y is passed as both p_y and c_z" in str(ei.value)

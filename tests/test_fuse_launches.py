@@ -17,8 +17,8 @@ from fusion_strategies import Case, cases, run_launches, same_bits
 from hypothesis import HealthCheck, assume, given, settings
 
 from sarek_py.codegen import emit_cuda
-from sarek_py.fusion.epilogue import fuse
-from sarek_py.fusion.sequence import KernelLaunch, fuse_launches
+from sarek_py.fusion.epilogue.fuse_kernels import fuse
+from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
 from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import Kernel
@@ -152,7 +152,7 @@ def test_ef12_differential_interp_fuzz(case: Case) -> None:
 
 
 def _opencl() -> Run:
-    from sarek_py.launch.runtime import get_backend
+    from sarek_py.runtime import get_backend
 
     try:
         be = get_backend("opencl")
@@ -199,9 +199,9 @@ def test_ef12_chain_on_opencl() -> None:
 _OCLGRIND_SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np
-    from sarek_py.fusion.epilogue import fuse, shared_by_name
+    from sarek_py.fusion.epilogue.fuse_kernels import fuse, shared_by_name
     from sarek_py.ir.parser import parse_module
-    from sarek_py.launch.runtime import get_backend
+    from sarek_py.runtime import get_backend
     m = parse_module(open(sys.argv[1]).read(), sys.argv[1])
     p, c = m.kernel("scale"), m.kernel("relu")
     k = fuse(p, c, shared=shared_by_name(p, c))
@@ -309,9 +309,9 @@ def test_leg12_symbolic_counts_fuse_and_run() -> None:
     """LEG-12: with n unknown, scale[n+3] -> relu[n] -> bias[n] is proved; scale[m] ->
     relu[n] is not. The fused launches, instantiated with values of n, give bitwise the
     buffers of the unfused ones."""
-    from sarek_py.fusion.sequence import is_symbolic, program_segments
-    from sarek_py.launch.host_eval import host_eval
-    from sarek_py.launch.program_text import parse_program
+    from sarek_py.fusion.epilogue.sequence import is_symbolic, program_segments
+    from sarek_py.ir.host.evaluate import host_eval
+    from sarek_py.ir.host.text import parse_program
 
     segs = program_segments(parse_program(SYMBOLIC, "sym.sk"))
     assert len(segs) == 1 and segs[0].break_reason is None
@@ -344,7 +344,7 @@ def test_leg12_symbolic_counts_fuse_and_run() -> None:
 
 
 def test_leg12_symbolic_unproved_cases() -> None:
-    from sarek_py.fusion.legality import index_slice
+    from sarek_py.fusion.epilogue.legality import index_slice
     from sarek_py.fusion.refusal import FusionRefused
     from sarek_py.ir.nodes import Ref, var
     from sarek_py.ir.types import Scalar
@@ -370,7 +370,7 @@ def test_leg12_symbolic_counts_with_strided_stores() -> None:
     """LEG-12 with AFF-14's residues: a producer storing y[2i] and y[2i + 1] (in i64) over
     n threads covers [0, 2n) exactly once for every n; y[2i] and y[2i + 2] does not. The
     proved pair, fused with symbolic counts and instantiated, gives the unfused buffers."""
-    from sarek_py.fusion.legality import index_slice
+    from sarek_py.fusion.epilogue.legality import index_slice
     from sarek_py.fusion.refusal import FusionRefused
     from sarek_py.ir.nodes import Binary, BinaryOp, Cast, Const, Ref, var
     from sarek_py.ir.types import Scalar
@@ -407,8 +407,8 @@ kernel double(y : f32[], z : f32[]) =
     consumer = KernelLaunch(mod.kernel("double"), two_n, 8, {"y": "Y", "z": "Z"})
     new, report = fuse_launches([split, consumer])
     assert [d.fused for d in report] == [True]
-    from sarek_py.fusion.sequence import is_symbolic
-    from sarek_py.launch.host_eval import host_eval
+    from sarek_py.fusion.epilogue.sequence import is_symbolic
+    from sarek_py.ir.host.evaluate import host_eval
 
     def concrete(lc: KernelLaunch, k: int) -> KernelLaunch:
         def val(v: object) -> object:

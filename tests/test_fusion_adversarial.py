@@ -14,8 +14,8 @@ from collections.abc import Mapping
 import numpy as np
 import pytest
 
+from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_pair
 from sarek_py.fusion.refusal import FusionRefused
-from sarek_py.fusion.sequence import KernelLaunch, fuse_pair
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import Expr, Ref, var
 from sarek_py.ir.parser import parse_module
@@ -50,7 +50,7 @@ def _bind(args: Mapping[str, object], bufs: Mapping[str, np.ndarray],
 
 
 def _eval(e: object, env: Mapping[str, int]) -> int:
-    from sarek_py.launch.host_eval import host_eval
+    from sarek_py.ir.host.evaluate import host_eval
 
     return int(host_eval(e, dict(env)))  # type: ignore[arg-type]
 
@@ -332,7 +332,7 @@ def test_ef11_same_helper_name_different_bodies() -> None:
           "  let i = global_thread_id in y[i] <- f(x[i])\n")
     ct = ("fun f(a : f32) : f32 = return a + {}\n"
           "kernel c(y : f32[], z : f32[]) = let i = global_thread_id in z[i] <- f(y[i])\n")
-    from sarek_py.fusion.epilogue import fuse
+    from sarek_py.fusion.epilogue.fuse_kernels import fuse
 
     p = parse_module(pt, "p.sk").kernel("p")
     for const, same in (("1.0f", True), ("2.0f", False)):

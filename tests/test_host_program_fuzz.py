@@ -40,14 +40,14 @@ import numpy as np
 import pytest
 from test_printer_capture import same_meaning
 
-from sarek_py.fusion.loop_opt import run_passes
+from sarek_py.cli.opt_program import run_passes
 from sarek_py.fusion.passes import run_pipeline
+from sarek_py.host.interp import HostResult, run_program
 from sarek_py.ir.diagnostics import SarekError
+from sarek_py.ir.host.program import Program
+from sarek_py.ir.host.text import parse_program, print_program
 from sarek_py.ir.nodes import Expr, Kernel, Module, Var
-from sarek_py.launch.host_interp import HostResult, run_program
-from sarek_py.launch.program import Program
-from sarek_py.launch.program_text import parse_program, print_program
-from sarek_py.launch.runtime.interp import InterpBackend
+from sarek_py.runtime.interp import InterpBackend
 
 ALL = frozenset({"fuse", "swap"})
 INPUTS = (0.75,)
@@ -483,7 +483,7 @@ def _with_kernels(x: Any, table: dict[str, Kernel]) -> Any:
 
 def _opencl_or_none() -> Any:
     try:
-        from sarek_py.launch.runtime import get_backend
+        from sarek_py.runtime import get_backend
 
         return get_backend("opencl")
     except Exception:  # noqa: BLE001  (any reason it cannot run here)

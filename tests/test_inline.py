@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sarek_py.fusion.inline import (
+from sarek_py.fusion.loops.inline import (
     NotInlined,
     helper_refusal,
     inline_calls,
@@ -16,7 +16,7 @@ from sarek_py.fusion.inline import (
     is_self_contained,
     self_contained,
 )
-from sarek_py.fusion.inline_returns import tail_returns
+from sarek_py.fusion.loops.inline_returns import tail_returns
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import (
     Binary,
@@ -310,7 +310,7 @@ pure fun f(x : f32) : f32 = return x
 def test_inl12_opt_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """INL-12: `sarek-py opt FILE -p inline` prints the inlined module; notes on stderr;
     unknown passes are errors (1), a missing -p a usage error (2)."""
-    from sarek_py.cli import main
+    from sarek_py.cli.main import main
 
     src = """pure fun sq(x : f32) : f32 = return x * x
 """ + HEAD + "  if i < n then out[i] <- sq(a[i]) + (i > 2 ? sq(1.0f) : 0.0f)\n"
@@ -332,7 +332,7 @@ def test_inl12_opt_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 def test_inl12_pipeline_registry() -> None:
     """INL-12: passes run in order by name; comma lists split; registering twice fails."""
-    from sarek_py.fusion.opt_cmd import pipeline_names
+    from sarek_py.cli.opt import pipeline_names
     from sarek_py.fusion.passes import PASSES, register_pass, run_pipeline
 
     assert pipeline_names(["inline", "a, b"]) == ["inline", "a", "b"]
@@ -359,7 +359,7 @@ def test_inl12_pipeline_registry() -> None:
 
 def test_inl12_example_helper_sk(capsys: pytest.CaptureFixture[str]) -> None:
     """INL-12: `opt -p inline` on examples/helper.sk: no call left, same bytes."""
-    from sarek_py.cli import main
+    from sarek_py.cli.main import main
 
     path = Path(__file__).parent.parent / "examples" / "helper.sk"
     assert main(["opt", str(path), "-p", "inline"]) == 0
@@ -400,7 +400,7 @@ pure fun two(k : i32) : i32 = return k * 2
 
 def test_inl10_inline_one_call() -> None:
     """INL-1/INL-10: the per-call API inlines exactly the call given, or says why not."""
-    from sarek_py.fusion.inline import inline_call
+    from sarek_py.fusion.loops.inline import inline_call
 
     src = """
 pure fun f(x : f32) : f32 = return x + 1.0f

@@ -14,7 +14,7 @@ import random
 import numpy as np
 import pytest
 
-from sarek_py.fusion.inline import inline_calls
+from sarek_py.fusion.loops.inline import inline_calls
 from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import Call, Kernel
@@ -214,7 +214,7 @@ def test_inl11_interpreter_fuzz() -> None:
 @pytest.mark.opencl
 def test_inl11_opencl_bitwise() -> None:
     """INL-11: a few of the same kernels on OpenCL: inlined == original == interpreter."""
-    from sarek_py.launch.runtime import get_backend
+    from sarek_py.runtime import get_backend
 
     try:
         backend = get_backend("opencl")

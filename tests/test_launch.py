@@ -7,14 +7,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from sarek_py.host.execute import HostRun, ProgramStopped, execute
 from sarek_py.ir.diagnostics import BackendUnavailable
+from sarek_py.ir.host.launch import Launch, ScratchBuffer, Sync, check_launch
 from sarek_py.ir.nodes import Binary, BinaryOp, Cast, Const, Length, Ref, Stop, Var, var
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.typecheck import check_module
 from sarek_py.ir.types import Scalar, array
-from sarek_py.launch.execute import HostRun, ProgramStopped, execute
-from sarek_py.launch.launch import Launch, ScratchBuffer, Sync, check_launch
-from sarek_py.launch.runtime import Backend, LaunchError, get_backend
+from sarek_py.runtime import Backend, LaunchError, get_backend
 
 SRC = """
 kernel scale(x : f32[], y : f32[], a : f32, n : i32) =
@@ -265,7 +265,7 @@ sync
 
 
 def test_lch16_text_round_trip() -> None:
-    from sarek_py.launch.text import parse_host, print_host
+    from sarek_py.ir.host.launch_text import parse_host, print_host
 
     vs, stmts = parse_host(HOST, M)
     assert [type(s).__name__ for s in stmts] == ["Launch", "Launch", "Sync", "Launch", "Sync"]
@@ -277,7 +277,7 @@ def test_lch16_text_round_trip() -> None:
 
 
 def test_lch16_parsed_program_runs(be: Backend) -> None:
-    from sarek_py.launch.text import parse_host
+    from sarek_py.ir.host.launch_text import parse_host
 
     _, stmts = parse_host(HOST, M)
     x = np.arange(8, dtype=np.float32)
@@ -291,7 +291,7 @@ def test_lch16_parsed_program_runs(be: Backend) -> None:
 
 def test_lch16_errors_are_located() -> None:
     from sarek_py.ir.diagnostics import ParseError
-    from sarek_py.launch.text import parse_host
+    from sarek_py.ir.host.launch_text import parse_host
 
     with pytest.raises(ParseError, match="unknown kernel 'nope'") as info:
         parse_host("host x : f32[]\nlaunch nope(x) threads 1L block 1\n", M)

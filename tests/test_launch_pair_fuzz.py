@@ -31,7 +31,7 @@ from fusion_strategies import Case, cases
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from sarek_py.fusion.sequence import KernelLaunch, fuse_launches
+from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
 from sarek_py.ir.diagnostics import BackendUnavailable, InterpError
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import (
@@ -51,7 +51,7 @@ from sarek_py.ir.nodes import (
 )
 from sarek_py.ir.types import Scalar, array
 from sarek_py.ir.visit import map_node
-from sarek_py.launch.runtime.base import LaunchError
+from sarek_py.runtime.base import LaunchError
 
 FUZZ = bool(os.environ.get("SAREK_FUZZ"))
 #: launch pairs of the slow test under SAREK_FUZZ=1 (make fuzz)
@@ -263,7 +263,7 @@ def test_leg1_leg7_ef12_view_pairs_fuzz(vc: ViewCase) -> None:
 
 
 def _opencl() -> Run:
-    from sarek_py.launch.runtime import get_backend
+    from sarek_py.runtime import get_backend
 
     try:
         be = get_backend("opencl")
@@ -287,7 +287,7 @@ def test_leg1_leg7_ef12_view_pairs_opencl(vc: ViewCase) -> None:
 
 def test_views_cover_every_kind() -> None:
     """The view makers give what they say: sizes, overlap, one buffer or not."""
-    from sarek_py.fusion.legality import buffer_key
+    from sarek_py.fusion.epilogue.legality import buffer_key
 
     data = np.arange(8, dtype=np.float32)
     for kind in STORAGES:
@@ -341,7 +341,7 @@ def fused_launch_cases(draw: st.DrawFn) -> FusedLaunchCase:
 def check_fused_launch(fc: FusedLaunchCase, run: Run) -> str:
     """LEG-14, LEG-15: a launch of ``fuse(P, C)`` that the launch check accepts gives
     bitwise what P's launch then C's give with the same numbers and buffers."""
-    from sarek_py.fusion.epilogue import fuse
+    from sarek_py.fusion.epilogue.fuse_kernels import fuse
     from sarek_py.fusion.refusal import FusionRefused
 
     p, c = fc.vc.launches

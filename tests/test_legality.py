@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sarek_py.fusion.legality import (
+from sarek_py.fusion.epilogue.legality import (
     Aff,
     GSet,
     _Analysis,
@@ -19,9 +19,9 @@ from sarek_py.fusion.legality import (
     exactly_once,
     index_slice,
 )
+from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
 from sarek_py.fusion.policy import Target, check_contraction, contraction_refusal, target
 from sarek_py.fusion.refusal import FusionRefused
-from sarek_py.fusion.sequence import KernelLaunch, fuse_launches
 from sarek_py.ir.nodes import Binary, BinaryOp, Const, Expr, Intrinsic, Unary, UnaryOp, var
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.types import Scalar, array

@@ -7,13 +7,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sarek_py.fusion.cost import CostItem, decide, operations
-from sarek_py.fusion.effects import effects, is_self_contained
-from sarek_py.fusion.loop_fusion import FusionOptions, PairReport, fuse_program
+from sarek_py.fusion.loops.cost import CostItem, decide, operations
+from sarek_py.fusion.loops.effects import effects, is_self_contained
+from sarek_py.fusion.loops.fusion import FusionOptions, PairReport, fuse_program
+from sarek_py.host.interp import run_program
+from sarek_py.ir.host.program import Block, HFor, HIf, ParFor, Program
+from sarek_py.ir.host.text import parse_program, print_program
 from sarek_py.ir.parser import parse_module
-from sarek_py.launch.host_interp import run_program
-from sarek_py.launch.program import Block, HFor, HIf, ParFor, Program
-from sarek_py.launch.program_text import parse_program, print_program
 
 HELPERS = """
 pure fun avg(a : f64, b : f64) : f64 = return 0.5 * (a + b)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
-from sarek_py.launch.host_interp import run_program
-from sarek_py.launch.program import Program
-from sarek_py.launch.program_text import parse_program
+from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
+from sarek_py.host.interp import run_program
+from sarek_py.ir.host.program import Program
+from sarek_py.ir.host.text import parse_program
 
 HELPERS = """
 pure fun avg(a : f64, b : f64) : f64 = return 0.5 * (a + b)
@@ -273,8 +273,8 @@ def test_lf7_aff17_wrapping_arithmetic(prod: str, cons: str, rule: str | None) -
 def test_aff17_wrap_risk_and_bound_check() -> None:
     """AFF-17: ``wrap_risk`` finds the subexpression that may leave its type, from what is
     known and the atoms' ranges; ``bound_check`` is the host test of the atoms' bound."""
-    from sarek_py.fusion.affine import AffineCtx, AffineForm, ge0
-    from sarek_py.fusion.affine_wrap import WRAP_BOUND, bound_check, wrap_risk
+    from sarek_py.analysis.affine.queries import AffineCtx, AffineForm, ge0
+    from sarek_py.analysis.affine.wrap import WRAP_BOUND, bound_check, wrap_risk
     from sarek_py.ir.nodes import Binary, BinaryOp, Const, Ref, var
     from sarek_py.ir.printer import print_expr
     from sarek_py.ir.types import Scalar

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
+from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
+from sarek_py.host.interp import run_program
 from sarek_py.ir.diagnostics import SarekError
-from sarek_py.launch.host_interp import run_program
-from sarek_py.launch.program_text import parse_program, print_program
+from sarek_py.ir.host.text import parse_program, print_program
 
 EXAMPLES = 400 if os.environ.get("SAREK_FUZZ") else 8
 

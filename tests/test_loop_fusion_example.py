@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
-from sarek_py.launch.host_interp import run_program
-from sarek_py.launch.program_text import parse_program_file, print_program
+from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
+from sarek_py.host.interp import run_program
+from sarek_py.ir.host.text import parse_program_file, print_program
 
 EXAMPLE = (Path(__file__).resolve().parent.parent / "examples" / "advection_diffusion.sk")
 SMALL = {"nx": 6, "ny": 5, "nt": 1}

@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sarek_py.fusion.loop_fusion import FusionOptions, PairReport, fuse_program
+from sarek_py.fusion.loops.fusion import FusionOptions, PairReport, fuse_program
+from sarek_py.host.interp import run_program
+from sarek_py.host.offload import offload
 from sarek_py.ir.diagnostics import BackendUnavailable
-from sarek_py.launch.host_interp import run_program
-from sarek_py.launch.offload import offload
-from sarek_py.launch.program import Program
-from sarek_py.launch.program_text import parse_program, print_program
-from sarek_py.launch.runtime import get_backend
-from sarek_py.launch.runtime.interp import InterpBackend
+from sarek_py.ir.host.program import Program
+from sarek_py.ir.host.text import parse_program, print_program
+from sarek_py.runtime import get_backend
+from sarek_py.runtime.interp import InterpBackend
 
 HELPERS = """
 pure fun avg(a : f64, b : f64) : f64 = return 0.5 * (a + b)

@@ -8,14 +8,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from sarek_py.host.interp import HostError, run_program
+from sarek_py.host.offload import STACK_BUDGET, OffloadError, offload
 from sarek_py.ir.diagnostics import BackendUnavailable
-from sarek_py.launch.host_interp import HostError, run_program
-from sarek_py.launch.launch import Launch, Sync
-from sarek_py.launch.offload import STACK_BUDGET, OffloadError, offload
-from sarek_py.launch.program import Block, HFor, Program, iter_host
-from sarek_py.launch.program_text import parse_program, print_program
-from sarek_py.launch.runtime import get_backend
-from sarek_py.launch.runtime.interp import InterpBackend
+from sarek_py.ir.host.launch import Launch, Sync
+from sarek_py.ir.host.program import Block, HFor, Program, iter_host
+from sarek_py.ir.host.text import parse_program, print_program
+from sarek_py.runtime import get_backend
+from sarek_py.runtime.interp import InterpBackend
 
 
 def prog(body: str, decls: str = "") -> Program:
@@ -180,7 +180,7 @@ def test_off9_fused_program_on_opencl_bitwise() -> None:
     """OFF-9 and LF-14 on OpenCL: a small fused, renamed, swapped program, bitwise equal to
     the unfused one, and to the interpreter backend."""
     backend = _opencl()
-    from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
+    from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
 
     src = prog("parallel for (i = 1 to n) do u[i] <- f64(i * i % 5) done;"
                "for t = 1 to 4 do (parallel for (i = 1 to n - 1) do v[i] <- u[i] * 0.5 + u[i + 1]"
@@ -198,8 +198,8 @@ def test_off9_example_on_opencl_bitwise() -> None:
         backend = get_backend("opencl")
     except BackendUnavailable as exc:
         pytest.skip(str(exc))
-    from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
-    from sarek_py.launch.program_text import parse_program_file
+    from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
+    from sarek_py.ir.host.text import parse_program_file
 
     src = parse_program_file(Path(__file__).resolve().parent.parent / "examples"
                              / "advection_diffusion.sk")
@@ -213,7 +213,7 @@ def test_off9_example_on_opencl_bitwise() -> None:
 @pytest.mark.parametrize(("m", "n", "tiled"), [(8, 64, True), (7, 60, True), (3, 5, False),
                                                (0, 64, False)])
 def test_off10_tiles(m: int, n: int, tiled: bool) -> None:
-    from sarek_py.launch.host_interp import HostInterp
+    from sarek_py.host.interp import HostInterp
 
     p = prog("parallel for (j = 0 to m - 1, i = 0 to n - 1) do "
              "w[j, i] <- f64(j * 100 + i) + sq(f64(i)) done")

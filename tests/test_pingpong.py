@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from test_loop_fusion import BASIC, PRODUCER, program, same
 
-from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
-from sarek_py.fusion.pingpong import swap_refusal
-from sarek_py.launch.program_text import print_program
+from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
+from sarek_py.fusion.loops.pingpong import swap_refusal
+from sarek_py.ir.host.text import print_program
 
 RENAMING = PRODUCER + "; parallel for (i = 1 to n) do u[i] <- u[i] - 0.1 * (f[i] - f[i - 1]) done"
 

@@ -21,13 +21,13 @@ import attrs
 import numpy as np
 import pytest
 
-from sarek_py.fusion.loop_opt import run_passes
+from sarek_py.cli.opt_program import run_passes
+from sarek_py.host.interp import run_program
+from sarek_py.ir.host.program import Block, Program
+from sarek_py.ir.host.text import parse_program, print_program
 from sarek_py.ir.nodes import Const, HelperFunc, Kernel, Var
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.printer import print_kernel, print_module, print_stmt
-from sarek_py.launch.host_interp import run_program
-from sarek_py.launch.program import Block, Program
-from sarek_py.launch.program_text import parse_program, print_program
 
 # fields whose variables are bound there (the scopes the parsers build)
 BINDERS = {("Let", "var"), ("For", "var"), ("HFor", "var"), ("LoopIndex", "var"),

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sarek_py.host.interp import HostError, run_program
 from sarek_py.ir.diagnostics import CheckError, ParseError, SarekError
-from sarek_py.launch.host_interp import HostError, run_program
-from sarek_py.launch.program import Attr, Block, HFor, Intent, ParFor
-from sarek_py.launch.program_text import parse_program, print_program
+from sarek_py.ir.host.program import Attr, Block, HFor, Intent, ParFor
+from sarek_py.ir.host.text import parse_program, print_program
 
 KERNELS = """
 pure fun avg(a : f64, b : f64) : f64 = return 0.5 * (a + b)
@@ -217,7 +217,7 @@ def test_hp9_check_program(body: str, decls: str, msg: str) -> None:
 def test_hp9_a_program_run_many_times_is_checked_once() -> None:
     """HP-9 with the check remembered per program object: the second run of the same
     program does not check it again; a program that fails the check fails every run."""
-    from sarek_py.launch import program_check
+    from sarek_py.host import check as program_check
 
     p = parse_program("program p var n : i32 = 2; begin n := n + 1 end")
     before = program_check._CHECKED.misses
@@ -234,9 +234,9 @@ def test_hp9_a_program_run_many_times_is_checked_once() -> None:
 
 
 def _programs_for_sexp() -> list[tuple[str, object]]:
-    from sarek_py.fusion.loop_fusion import FusionOptions, fuse_program
-    from sarek_py.launch.offload import offload
-    from sarek_py.launch.program_text import parse_program_file
+    from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
+    from sarek_py.host.offload import offload
+    from sarek_py.ir.host.text import parse_program_file
 
     src = parse_program_file("examples/advection_diffusion.sk")
     swapped = fuse_program(src, FusionOptions(swap=True))[0]
@@ -257,7 +257,7 @@ end
 
 @pytest.mark.parametrize("case", range(5))
 def test_txt26_programs_read_back_from_sexp(case: int) -> None:
-    from sarek_py.launch.program_sexp import program_from_sexp, program_to_sexp
+    from sarek_py.ir.host.sexp import program_from_sexp, program_to_sexp
 
     name, prog = _programs_for_sexp()[case]
     text = program_to_sexp(prog)  # type: ignore[arg-type]
@@ -268,7 +268,7 @@ def test_txt26_programs_read_back_from_sexp(case: int) -> None:
 
 
 def test_txt26_attributes_and_intents_are_keywords() -> None:
-    from sarek_py.launch.program_sexp import program_to_sexp
+    from sarek_py.ir.host.sexp import program_to_sexp
 
     text = program_to_sexp(parse_program(
         "program q var a : f64[0:] allocatable target; "
@@ -277,10 +277,10 @@ def test_txt26_attributes_and_intents_are_keywords() -> None:
 
 
 def test_txt26_a_dump_that_is_not_a_program_is_a_located_error() -> None:
+    from sarek_py.ir.host.program import Attr
+    from sarek_py.ir.host.sexp import program_from_sexp
     from sarek_py.ir.sexp import register
     from sarek_py.ir.types import Scalar
-    from sarek_py.launch.program import Attr
-    from sarek_py.launch.program_sexp import program_from_sexp
 
     with pytest.raises(ParseError, match=r"k.sexp:1:1: error: expected a \(Program"):
         program_from_sexp('(Const :value 1 :type :i32)', "k.sexp")

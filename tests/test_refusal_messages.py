@@ -14,21 +14,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sarek_py.cli import main
+from sarek_py.cli.main import main
 from sarek_py.frontend import Vec, f32, global_thread_id, i32, kernel, pipeline
-from sarek_py.fusion.epilogue import consumer_shape, fuse
-from sarek_py.fusion.inline import inline_module
-from sarek_py.fusion.legality import check_launches
-from sarek_py.fusion.loop_fusion import FusionOptions, PairReport, fuse_program
+from sarek_py.fusion.epilogue.fuse_kernels import consumer_shape, fuse
+from sarek_py.fusion.epilogue.legality import check_launches
+from sarek_py.fusion.epilogue.sequence import Decision, KernelLaunch, fuse_launches
+from sarek_py.fusion.loops.fusion import FusionOptions, PairReport, fuse_program
+from sarek_py.fusion.loops.inline import inline_module
 from sarek_py.fusion.refusal import FusionRefused
-from sarek_py.fusion.sequence import Decision, KernelLaunch, fuse_launches
+from sarek_py.host.offload import OffloadError, offload
+from sarek_py.ir.host.program import Program
+from sarek_py.ir.host.text import parse_program
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import Kernel
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.typecheck import check_kernel
-from sarek_py.launch.offload import OffloadError, offload
-from sarek_py.launch.program import Program
-from sarek_py.launch.program_text import parse_program
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -630,7 +630,7 @@ begin
 
 def test_pp_swap_refusal_is_reported() -> None:
     """PP-2/PP-3: a swap refused is said in the notes (it was dropped silently)."""
-    from sarek_py.fusion.loop_opt import run_passes
+    from sarek_py.cli.opt_program import run_passes
 
     prog = parse_program(PROGRAM.format(body=(
         "\n    parallel for (i = 0 to n) do f[i] <- u[i] + u[i + 1] done;"
@@ -642,7 +642,7 @@ def test_pp_swap_refusal_is_reported() -> None:
 
 
 def test_pp3_swap_refusal_is_reported() -> None:
-    from sarek_py.fusion.loop_opt import run_passes
+    from sarek_py.cli.opt_program import run_passes
 
     prog = parse_program(PROGRAM.format(body=(
         "\n    parallel for (i = 0 to n) do f[i] <- u[i] + u[i + 1] done;"
@@ -847,7 +847,7 @@ def test_leg17_generated_producers_refuse_with_a_cause(count: int) -> None:
     tests/test_fusion_adversarial.py)."""
     from test_fusion_adversarial import N, outcome
 
-    from sarek_py.fusion.sequence import fuse_pair
+    from sarek_py.fusion.epilogue.sequence import fuse_pair
     from sarek_py.ir.nodes import Ref, var
     from sarek_py.ir.types import Scalar
 
@@ -915,8 +915,8 @@ def test_ef3_copy_rebound_by_a_loop_is_not_a_copy() -> None:
 ])
 def test_leg17_affine_cause(expr: str, kind: str, words: tuple[str, ...]) -> None:
     """LEG-17: :func:`affine_cause` names the smallest unknown part and its kind."""
-    from sarek_py.fusion.affine_forms import AffineCtx
-    from sarek_py.fusion.affine_reasons import affine_cause
+    from sarek_py.analysis.affine.forms import AffineCtx
+    from sarek_py.analysis.affine.reasons import affine_cause
     from sarek_py.ir.nodes import If, Let, Store
 
     stmt = (f"if {expr} then y[i] <- 1.0f" if not expr.startswith("x[")
@@ -941,7 +941,7 @@ def test_inl1_inl4_name_the_cause_and_place() -> None:
     build; the checker asks equal types) names the dummy, the extent and the dimension."""
     import attrs
 
-    from sarek_py.fusion.inline import inline_call
+    from sarek_py.fusion.loops.inline import inline_call
     from sarek_py.ir.nodes import Call
     from sarek_py.ir.visit import iter_nodes
 

@@ -16,7 +16,19 @@ from test_tiling import nest2 as tiling_nest2
 from typeguard import TypeCheckError
 
 from sarek_py.codegen import emit_cuda, emit_opencl
+from sarek_py.host.interp import HostInterp, run_program
+from sarek_py.host.offload import offload
+from sarek_py.host.tiling import (
+    Nest,
+    TilingRefused,
+    row_count,
+    row_nest,
+    rows_pad_too_much,
+)
 from sarek_py.ir.diagnostics import BackendUnavailable
+from sarek_py.ir.host.launch import Launch
+from sarek_py.ir.host.program import HIf, iter_host
+from sarek_py.ir.host.text import parse_program, print_program
 from sarek_py.ir.nodes import (
     Binary,
     BinaryOp,
@@ -37,20 +49,8 @@ from sarek_py.ir.nodes import (
 )
 from sarek_py.ir.typecheck import check_kernel
 from sarek_py.ir.types import Scalar, array
-from sarek_py.launch.host_interp import HostInterp, run_program
-from sarek_py.launch.launch import Launch
-from sarek_py.launch.offload import offload
-from sarek_py.launch.program import HIf, iter_host
-from sarek_py.launch.program_text import parse_program, print_program
-from sarek_py.launch.runtime import get_backend
-from sarek_py.launch.runtime.interp import InterpBackend
-from sarek_py.launch.tiling import (
-    Nest,
-    TilingRefused,
-    row_count,
-    row_nest,
-    rows_pad_too_much,
-)
+from sarek_py.runtime import get_backend
+from sarek_py.runtime.interp import InterpBackend
 
 I32, I64 = Scalar.I32, Scalar.I64
 

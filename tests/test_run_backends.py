@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sarek_py import cli
-from sarek_py.cli import main
+from sarek_py.cli import main as cli
+from sarek_py.cli.main import main
+from sarek_py.host.backend import count_parfors, run_program_on
 from sarek_py.ir.diagnostics import SarekError
-from sarek_py.launch.program_backend import count_parfors, run_program_on
-from sarek_py.launch.program_text import parse_program
-from sarek_py.launch.runtime.interp import InterpBackend
+from sarek_py.ir.host.text import parse_program
+from sarek_py.runtime.interp import InterpBackend
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,7 +66,7 @@ def loops(tmp_path: Path) -> Path:
 def fake_device(monkeypatch: pytest.MonkeyPatch) -> InterpBackend:
     """A backend named ``fakedev`` (the interpreter backend standing for a device), so
     the device path runs and is counted here without a GPU."""
-    import sarek_py.launch.runtime as runtime
+    import sarek_py.runtime as runtime
 
     dev = InterpBackend()
     dev.name = "fakedev"
@@ -119,7 +119,7 @@ def test_hp17_a_loop_the_offload_cannot_lower_is_refused(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]
                                                           ) -> None:
     """HP-17: no silent fallback to the interpreter: the loop is named, status 1."""
-    from sarek_py.launch import offload as off
+    from sarek_py.host import offload as off
 
     def refuse(p: object, **kw: object) -> object:
         raise off.OffloadError("a parallel loop cannot hold a barrier",
@@ -146,7 +146,7 @@ def test_hp17_unavailable_backend_is_an_error(loops: Path,
 
 
 def _opencl() -> Any:
-    from sarek_py.launch.runtime import get_backend
+    from sarek_py.runtime import get_backend
 
     try:
         return get_backend("opencl")

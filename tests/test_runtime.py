@@ -8,18 +8,18 @@ from typing import Any
 import numpy as np
 import pytest
 
+from sarek_py.host import runtime
 from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.typecheck import check_module
-from sarek_py.launch import runtime
-from sarek_py.launch.runtime import (
+from sarek_py.runtime import (
     POISON_BYTE,
     Backend,
     LaunchError,
     available_backends,
     get_backend,
 )
-from sarek_py.launch.runtime.base import written_arrays
+from sarek_py.runtime.base import written_arrays
 
 SRC = """
 kernel saxpy(x : f32[], y : f32[], a : f32, n : i32) =
@@ -248,7 +248,7 @@ kernel oob(x : f32[]) = x[global_thread_id + 1] <- 1.0f
 
 
 def test_lch13_programs_are_built_once() -> None:
-    from sarek_py.launch.runtime import opencl as ocl
+    from sarek_py.runtime import opencl as ocl
 
     be = backend("opencl")
     k = M.kernel("saxpy")
@@ -259,7 +259,7 @@ def test_lch13_programs_are_built_once() -> None:
 
 
 def test_lch13_no_platform_message(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sarek_py.launch.runtime import opencl as ocl
+    from sarek_py.runtime import opencl as ocl
 
     class NoPlatforms:
         @staticmethod
@@ -271,7 +271,7 @@ def test_lch13_no_platform_message(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_lch14_cuda_unavailable_is_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sarek_py.launch.runtime import cuda
+    from sarek_py.runtime import cuda
 
     monkeypatch.setitem(sys.modules, "pycuda", None)
     monkeypatch.setitem(sys.modules, "pycuda.driver", None)
@@ -394,7 +394,7 @@ class _FakeDriver:
 
 def test_lch14_cuda_backend_glue_with_a_fake_driver(monkeypatch: pytest.MonkeyPatch) -> None:
     from sarek_py.codegen.nvcc import find_nvcc
-    from sarek_py.launch.runtime import cuda
+    from sarek_py.runtime import cuda
 
     if find_nvcc() is None:
         pytest.skip("nvcc is not installed here")
@@ -467,7 +467,7 @@ def test_lch17_bool_and_scalar_types_are_declared_once() -> None:
 
 
 def test_lch17_kernel_cache_is_by_identity_and_bounded() -> None:
-    from sarek_py.launch.runtime.cache import KernelCache
+    from sarek_py.runtime.cache import KernelCache
 
     made: list[str] = []
     cache: KernelCache[str] = KernelCache(lambda k: made.append(k.name) or k.name, limit=2)
@@ -485,8 +485,8 @@ def test_lch17_kernel_cache_is_by_identity_and_bounded() -> None:
 def test_lch17_source_caches_are_bounded() -> None:
     """The source-keyed caches (built programs, kernel objects) keep the most recently
     used entries only."""
-    from sarek_py.launch.runtime.cache import LruCache
-    from sarek_py.launch.runtime.opencl import _PROGRAMS
+    from sarek_py.runtime.cache import LruCache
+    from sarek_py.runtime.opencl import _PROGRAMS
 
     cache: LruCache[str, int] = LruCache(limit=2)
     cache.put("a", 1)
@@ -498,7 +498,7 @@ def test_lch17_source_caches_are_bounded() -> None:
 
 
 def test_lch17_kernel_facts_are_the_kernels() -> None:
-    from sarek_py.launch.runtime.cache import kernel_facts
+    from sarek_py.runtime.cache import kernel_facts
 
     f = kernel_facts(M.kernel("sync_block"))
     assert f.has_barrier and not f.can_stop and f.written == frozenset({"x"})
@@ -509,7 +509,7 @@ def test_lch17_kernel_facts_are_the_kernels() -> None:
 
 def test_lch17_cuda_compiles_each_kernel_object_once(monkeypatch: pytest.MonkeyPatch) -> None:
     from sarek_py.codegen.nvcc import find_nvcc
-    from sarek_py.launch.runtime import cuda
+    from sarek_py.runtime import cuda
 
     if find_nvcc() is None:
         pytest.skip("nvcc is not installed here")
@@ -552,11 +552,11 @@ def test_lch18_launch_expressions_follow_their_inputs(
     """Thread counts that change with n and m between launches (and unchanged ones reused)
     give the host-only run's result; the count that depends on m alone is walked only when
     m changed (three times in seven iterations)."""
-    from sarek_py.launch.host_interp import HostInterp, run_program
-    from sarek_py.launch.launch import Launch
-    from sarek_py.launch.offload import offload
-    from sarek_py.launch.program import iter_host
-    from sarek_py.launch.program_text import parse_program
+    from sarek_py.host.interp import HostInterp, run_program
+    from sarek_py.host.offload import offload
+    from sarek_py.ir.host.launch import Launch
+    from sarek_py.ir.host.program import iter_host
+    from sarek_py.ir.host.text import parse_program
 
     be = backend(name)
     prog = parse_program(MEMO_PROGRAM)
@@ -580,10 +580,10 @@ def test_lch18_launch_expressions_follow_their_inputs(
 
 
 def test_lch18_keys_hold_types_shapes_and_skip_floats() -> None:
+    from sarek_py.host.interp import Frame, HostInterp
+    from sarek_py.ir.host.text import parse_program
     from sarek_py.ir.nodes import Binary, BinaryOp, Const, Length, Ref, var
     from sarek_py.ir.types import Scalar, array
-    from sarek_py.launch.host_interp import Frame, HostInterp
-    from sarek_py.launch.program_text import parse_program
 
     hi = HostInterp(parse_program("program p\nbegin\n  ()\nend\n"))
     n, a = var("n", Scalar.I32), var("a", array(Scalar.F32, 1))
@@ -627,9 +627,9 @@ def test_lch19_fresh_arrays_are_zero_filled(name: str) -> None:
     """a and c are fresh: zero-filled, not copied; b was stored by the host after its
     allocation: copied. c is stored by the host after the first launch: copied in for the
     second. The values are the host-only run's."""
-    from sarek_py.launch.host_interp import run_program
-    from sarek_py.launch.offload import offload
-    from sarek_py.launch.program_text import parse_program
+    from sarek_py.host.interp import run_program
+    from sarek_py.host.offload import offload
+    from sarek_py.ir.host.text import parse_program
 
     be = backend(name)
     prog = parse_program(ZERO_PROGRAM)

@@ -6,6 +6,16 @@ import numpy as np
 import pytest
 
 from sarek_py.codegen import emit_opencl
+from sarek_py.host.tiling import (
+    Loop,
+    Nest,
+    TiledKernel,
+    TilingRefused,
+    choose_launch,
+    tile_dims,
+    tile_nest,
+    tiled_args,
+)
 from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.ir.nodes import (
     Binary,
@@ -26,17 +36,7 @@ from sarek_py.ir.nodes import (
 )
 from sarek_py.ir.typecheck import check_kernel
 from sarek_py.ir.types import Scalar, array
-from sarek_py.launch.runtime import Backend, get_backend
-from sarek_py.launch.tiling import (
-    Loop,
-    Nest,
-    TiledKernel,
-    TilingRefused,
-    choose_launch,
-    tile_dims,
-    tile_nest,
-    tiled_args,
-)
+from sarek_py.runtime import Backend, get_backend
 
 I32 = Scalar.I32
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from sarek_py.frontend import Vec, f32, global_thread_id, i32, kernel, pipeline
-from sarek_py.fusion.legality import buffer_key
+from sarek_py.fusion.epilogue.legality import buffer_key
+from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
 from sarek_py.fusion.refusal import FusionRefused
-from sarek_py.fusion.sequence import KernelLaunch, fuse_launches
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.parser import parse_module
 

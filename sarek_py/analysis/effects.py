@@ -23,22 +23,14 @@ from collections.abc import Mapping
 
 import attrs
 
-from sarek_py.analysis.kernel_effects import (
+from sarek_py.ir.effects import (
     HelperEffects,
     KernelEffects,
     helper_effects,
     kernel_effects,
 )
-from sarek_py.ir.memo import IdentityCache
-from sarek_py.ir.nodes import (
-    HelperFunc,
-    Read,
-    Ref,
-    Var,
-)
-from sarek_py.ir.visit import iter_nodes
-from sarek_py.launch.launch import Launch, Sync
-from sarek_py.launch.program import (
+from sarek_py.ir.host.launch import Launch, Sync
+from sarek_py.ir.host.program import (
     Allocate,
     Block,
     Break,
@@ -63,6 +55,14 @@ from sarek_py.launch.program import (
     iter_host,
     named_vars,
 )
+from sarek_py.ir.memo import IdentityCache
+from sarek_py.ir.nodes import (
+    HelperFunc,
+    Read,
+    Ref,
+    Var,
+)
+from sarek_py.ir.visit import iter_nodes
 
 #: output specifiers that only say where and how, defining nothing (EFF-5)
 PLAIN_SPECIFIERS = frozenset({"unit", "fmt"})

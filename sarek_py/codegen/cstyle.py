@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import attrs
 import numpy as np
 
+from sarek_py.analysis.ranges import Range, int_range, no_overflow, refine, type_range
 from sarek_py.codegen.bounds import (
     OOB,
     SITE,
@@ -38,7 +39,6 @@ from sarek_py.codegen.bounds import (
 )
 from sarek_py.codegen.dialect import Dialect
 from sarek_py.codegen.names import Namer
-from sarek_py.codegen.ranges import Range, int_range, no_overflow, refine, type_range
 from sarek_py.codegen.speculate import speculation_guard
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.intrinsics import MATH, THREAD_INTRINSICS

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sarek_py.codegen.ranges import Range, int_range
+from sarek_py.analysis.ranges import Range, int_range
 from sarek_py.ir.intrinsics import THREAD_INTRINSICS
 from sarek_py.ir.nodes import (
     Binary,

@@ -1,7 +1,7 @@
 """Front-end kernels wherever IR kernels are expected (issue: ``sarek_py.fuse`` of either).
 
 ``as_ir`` accepts an IR :class:`~sarek_py.ir.nodes.Kernel` or a ``@kernel`` function and
-gives the IR; :func:`fuse` is :func:`sarek_py.fusion.epilogue.fuse` on either (FE-14).
+gives the IR; :func:`fuse` is :func:`sarek_py.fusion.epilogue.fuse_kernels.fuse` on either (FE-14).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def fuse(producer: Kernel | KernelFunction, consumer: Kernel | KernelFunction, *
 
     The result carries its launch conditions (specs/fusion-legality.md LEG-13 … LEG-16),
     checked by every launch; ``threads=(tp, tc)`` proves them at once for those counts."""
-    from sarek_py.fusion.epilogue import fuse as fuse_ir
+    from sarek_py.fusion.epilogue.fuse_kernels import fuse as fuse_ir
 
     return fuse_ir(as_ir(producer), as_ir(consumer), shared=shared, p_array=p_array,
                    name=name, threads=threads)

@@ -254,7 +254,7 @@ def run_on(backend: str | None, k: Kernel, args: Mapping[str, ArgValue], threads
 
 def get_backend(backend: str | None) -> Any:
     """The runtime backend called ``backend`` (``None``: the runtime's ``default``)."""
-    from sarek_py.launch.runtime import get_backend as runtime_backend
+    from sarek_py.runtime import get_backend as runtime_backend
 
     return runtime_backend("default" if backend is None else backend)
 

@@ -2,7 +2,7 @@
 
 Inside ``with pipeline() as p:`` a kernel launch is recorded instead of run. When the block
 ends without an exception, or at ``p.run()``, the recorded launches are fused by
-:func:`sarek_py.fusion.sequence.fuse_launches` (each adjacent producer/consumer pair that is
+:func:`sarek_py.fusion.epilogue.sequence.fuse_launches` (each adjacent producer/consumer pair that is
 provably equal to the two launches run one after the other) and run in order. Buffers are
 the numpy arrays passed: two are the same buffer only when they are the same memory with
 the same shape, strides and dtype (``t`` and ``t[:]``, not ``t[:k]`` or ``t.view(i4)``);
@@ -17,7 +17,7 @@ from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from sarek_py.fusion.sequence import Decision, KernelLaunch, fuse_launches
+from sarek_py.fusion.epilogue.sequence import Decision, KernelLaunch, fuse_launches
 from sarek_py.ir.diagnostics import SarekError
 
 if TYPE_CHECKING:

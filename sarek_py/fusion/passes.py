@@ -68,6 +68,6 @@ def run_pipeline(module: Module, names: Sequence[str], notes: list[str] | None =
 
 @register_pass("inline", "inline the calls of pure helpers with a scalar result (INL-*)")
 def _inline(m: Module, notes: list[str]) -> Module:
-    from sarek_py.fusion.inline import inline_module
+    from sarek_py.fusion.loops.inline import inline_module
 
     return inline_module(m, notes)

@@ -53,5 +53,9 @@ class InterpError(SarekError):
     """A run-time error found by the reference interpreter (out of bounds, race, …)."""
 
 
+class LaunchError(SarekError):
+    """A launch the runtime cannot make: missing or ill-typed arguments, a bad block size …"""
+
+
 class BackendUnavailable(SarekError):
     """A backend that cannot run here, with one sentence saying why."""

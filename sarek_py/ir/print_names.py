@@ -9,7 +9,7 @@ is printed); a binder that captures nothing keeps its name, so text without capt
 prints as written. Two different variables declared in one scope that requires distinct
 names (parameters and locals, program declarations) are told apart the same way.
 
-The host-program scopes are walked by :mod:`sarek_py.launch.program_names`, which uses
+The host-program scopes are walked by :mod:`sarek_py.ir.host.names`, which uses
 this :class:`Namer`.
 """
 

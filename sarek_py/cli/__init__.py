@@ -1,0 +1,1 @@
+"""The ``sarek-py`` command: one module per subcommand (docs/cli.md)."""

@@ -1,0 +1,7 @@
+"""``python -m sarek_py.cli``."""
+
+import sys
+
+from sarek_py.cli.main import main
+
+sys.exit(main())

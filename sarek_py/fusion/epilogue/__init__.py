@@ -1,0 +1,1 @@
+"""Epilogue fusion: kernels, launches, launch sequences; legality and launch conditions."""

@@ -1,0 +1,278 @@
+"""The launch conditions of fused kernels: made by the fusion, checked at every launch
+(specs/fusion-legality.md LEG-13 … LEG-16).
+
+:func:`check_launch` is the checker :func:`sarek_py.ir.requires.check_requires` calls
+from every launch path (the interpreter's ``run_kernel``, ``Backend.launch``): for each
+fusion step of the kernel it re-proves, with the launch's own numbers, that the
+producer's part stores every element of the consumer's domain exactly once (the seed's
+``Index_slice`` on the producer recovered from the fused kernel), that the declared
+thread counts are met, and that the array arguments are bound to the buffers the fusion
+was proved for (groups in ``same`` one buffer each, every other pair disjoint).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import numpy as np
+
+from sarek_py.fusion.refusal import FusionRefused
+from sarek_py.ir.nodes import Binary, BinaryOp, Cast, Empty, If, Kernel, Let, Ref, Stmt
+from sarek_py.ir.requires import Count, FusionRequires, FusionStep
+from sarek_py.ir.requires_check import register_checker
+from sarek_py.ir.visit import map_node
+
+#: how much work ``np.shares_memory`` may do before two arrays count as overlapping
+_SHARES_WORK = 100_000
+
+
+def producer_part(kernel: Kernel, step: FusionStep) -> Kernel:
+    """``kernel`` without the consumer bodies that ``step`` inserted: the step's producer
+    (renamed), with every parameter of ``kernel`` kept (LEG-14).
+
+    An inserted body is ``if ep_t < ep_tc then (let c_i = ep_t in …)`` right after a
+    store of the intermediate (EF-8). In the fused kernel P's names carry ``p_`` and C's
+    ``c_`` (EF-5), so only the fusion's own variables are named exactly ``ep_t`` and
+    ``ep_tc`` (``p_ep_t``, ``p_ep_tc`` for the step inside, and so on). A body that is not
+    stripped (a hand-written ``requires`` clause) stays in the producer's part, whose
+    stores are then all counted: the proof can only fail more often, never pass wrongly."""
+    prefix = step.count[: -len("ep_tc")] if step.count.endswith("ep_tc") else None
+    tmp = None if prefix is None else prefix + "ep_t"
+
+    def bound_is_count(e: object) -> bool:
+        if isinstance(e, Cast):
+            e = e.arg
+        return isinstance(e, Ref) and e.var.name == step.count
+
+    def strip(s: Stmt) -> Stmt | None:
+        if (isinstance(s, If) and s.else_ is None and isinstance(s.then, Let)
+                and isinstance(s.cond, Binary) and s.cond.op is BinaryOp.LT
+                and isinstance(s.cond.lhs, Ref) and s.cond.lhs.var.name == tmp
+                and bound_is_count(s.cond.rhs)):
+            return Empty()
+        return None
+
+    body = map_node(kernel.body, stmt=strip)
+    out: Kernel = Kernel(step.producer, kernel.params, kernel.locals, body, kernel.helpers)
+    return out
+
+
+# ------------------------------------------------------------------------------ buffers
+
+
+def _is_array(v: object) -> bool:
+    return isinstance(v, np.ndarray) or hasattr(v, "handle") and hasattr(v, "shape")
+
+
+def same_buffer(a: Any, b: Any) -> bool:
+    """Whether two bound arrays are one buffer: the same memory range with the same
+    shape, strides and dtype (LEG-1); two device buffers, the same buffer."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return bool(a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+                    and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype)
+    return a is b
+
+
+def overlap(a: Any, b: Any) -> bool:
+    """Whether two bound arrays may share memory (exactly decided up to a work bound;
+    past it they count as overlapping)."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        try:
+            return bool(np.shares_memory(a, b, max_work=_SHARES_WORK))  # type: ignore[arg-type]
+        except np.exceptions.TooHardError:
+            return True
+    return a is b
+
+
+def overlaps_itself(a: Any) -> str | None:
+    """Why two distinct elements of the numpy array ``a`` may share memory (a stride of 0,
+    or one smaller than the elements it steps over: ``as_strided`` views), else ``None``.
+    Such an array is not a buffer of distinct elements, which every fusion proof assumes
+    (LEG-1). Decided per axis, the axes sorted by stride, each stride at least the span of
+    the smaller ones: exact for one axis, conservative (it may say so wrongly) for more."""
+    if not isinstance(a, np.ndarray) or a.size <= 1:
+        return None
+    reach = a.itemsize
+    for stride, n in sorted((abs(s), n) for s, n in zip(a.strides, a.shape, strict=True)
+                            if n > 1):
+        if stride < reach:
+            return (f"its elements overlap one another (strides {a.strides} for "
+                    f"{a.itemsize}-byte elements, shape {a.shape})")
+        reach += stride * (n - 1)
+    return None
+
+
+def _check_buffers(kernel: Kernel, req: FusionRequires, args: Mapping[str, Any]) -> None:
+    arrays = [(p.name, args.get(p.name)) for p in kernel.params if p.is_array]
+    first = req.steps[0]
+    why = f"the fusion of {first.producer} and {first.consumer} was proved for that"
+    from sarek_py.fusion.epilogue.fuse_kernels import accesses_stmt
+
+    written = {a.array.name for a in accesses_stmt(kernel.body, kernel.helpers) if a.write}
+    for na, a in arrays:
+        itself = overlaps_itself(a) if na in written else None
+        if itself is not None:
+            raise FusionRefused(
+                "LEG-15", f"launch of {kernel.name}: {na}, which it writes, must be bound to "
+                f"a buffer of distinct elements, but {itself}: {why}")
+    for n, (na, a) in enumerate(arrays):
+        for nb, b in arrays[n + 1:]:
+            if not (_is_array(a) and _is_array(b)):
+                continue
+            if nb in req.group_of(na):
+                if not same_buffer(a, b):
+                    raise FusionRefused(
+                        "LEG-15", f"launch of {kernel.name}: {na} and {nb} must be bound to "
+                        f"one buffer (the same memory, shape, strides and dtype): {why}")
+            elif overlap(a, b):
+                raise FusionRefused(
+                    "LEG-15", f"launch of {kernel.name}: {na} and {nb} must be bound to "
+                    f"buffers that do not overlap: {why}")
+
+
+# ------------------------------------------------------------------------ thread counts
+
+
+def _count_value(c: Count, args: Mapping[str, Any]) -> int | None:
+    if isinstance(c, int):
+        return c
+    v = args.get(c)
+    return int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else None
+
+
+def _placeholder(v: Any) -> Any:
+    """What the analysis needs of an array argument: its shape (a device buffer becomes a
+    zero-stride numpy array of its shape, which costs no memory)."""
+    if isinstance(v, np.ndarray) or not _is_array(v):
+        return v
+    shape = tuple(int(n) for n in v.shape)
+    return np.lib.stride_tricks.as_strided(np.zeros(1, v.dtype), shape, (0,) * len(shape))
+
+
+#: launches already checked, by kernel identity and the launch's numbers
+_PROVED: dict[Hashable, tuple[Kernel, FusionRefused | None]] = {}
+
+
+def _step_key(kernel: Kernel, step: FusionStep, args: Mapping[str, Any], threads: int,
+              block: int) -> Hashable:
+    vals: list[Hashable] = []
+    for p in kernel.params:
+        v = args.get(p.name)
+        if v is not None and _is_array(v):
+            vals.append(("a", tuple(int(n) for n in v.shape)))
+        elif isinstance(v, (bool, int, float, np.generic)):
+            vals.append(("s", type(v).__name__, v.item() if isinstance(v, np.generic) else v))
+        else:
+            vals.append(("?", id(v)))
+    return (id(kernel), step, tuple(vals), threads, block)
+
+
+def _check_step(kernel: Kernel, part: Kernel, step: FusionStep, args: Mapping[str, Any],
+                threads: int, block: int) -> None:
+    from sarek_py.fusion.epilogue.legality import index_slice
+    from sarek_py.fusion.epilogue.sequence import KernelLaunch
+
+    tc = _count_value(step.count, args)
+    if tc is None:
+        raise FusionRefused("LEG-14", f"launch of {kernel.name}: no integer argument for "
+                            f"{step.count}, the thread count of {step.consumer}")
+    if step.threads is not None:
+        tp_want, tc_want = (_count_value(c, args) for c in step.threads)
+        if tp_want != threads or tc_want != tc:
+            raise FusionRefused(
+                "LEG-14", f"launch of {kernel.name}: the fusion of {step.producer} and "
+                f"{step.consumer} was proved for {step.producer} on {step.threads[0]} "
+                f"threads and {step.consumer} on {step.threads[1]} threads ({step.count}); "
+                f"this launch has {threads} threads and {step.count} = {tc}")
+    key = _step_key(kernel, step, args, threads, block)
+    hit = _PROVED.get(key)
+    if hit is not None and hit[0] is kernel:
+        res = hit[1]
+    else:
+        bound = {k: _placeholder(v) for k, v in args.items()}
+        try:
+            index_slice(KernelLaunch(part, threads, block, bound), step.array, tc)
+            res = None
+        except FusionRefused as r:
+            res = FusionRefused(
+                "LEG-14", f"launch of {kernel.name} with {threads} threads and "
+                f"{step.count} = {tc} is not the fusion of {step.producer} and "
+                f"{step.consumer}: [{r.rule}] {r.reason}")
+        if len(_PROVED) > 512:
+            _PROVED.clear()
+        _PROVED[key] = (kernel, res)
+    if res is not None:
+        raise res
+
+
+def _validate(kernel: Kernel, req: FusionRequires) -> None:
+    """The record names parameters of the kernel of the right kinds (LEG-13); the parser
+    checks this for the text form, this for records built in code."""
+    kinds = {p.name: "array" if p.is_array else str(p.type) for p in kernel.params}
+
+    def need(name: object, ok: tuple[str, ...], what: str) -> None:
+        if not isinstance(name, str) or kinds.get(name) not in ok:
+            raise FusionRefused("LEG-13", f"kernel {kernel.name}: its launch conditions name "
+                                f"{name!r}, which is not {what} of it")
+
+    for s in req.steps:
+        need(s.array, ("array",), "an array parameter")
+        need(s.count, ("i32", "i64"), "an integer scalar parameter")
+        for t in s.threads or ():
+            if not isinstance(t, int):
+                need(t, ("i32", "i64"), "an integer scalar parameter")
+    for g in req.same:
+        for n in g:
+            need(n, ("array",), "an array parameter")
+
+
+def check_launch(kernel: Kernel, args: Mapping[str, Any], threads: int, block: int) -> None:
+    """Refuse a launch of a fused kernel that does not meet its conditions (LEG-14,
+    LEG-15); the checker of :func:`sarek_py.ir.requires.check_requires`."""
+    req = kernel.requires
+    if req is None:
+        return
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
+        raise FusionRefused("LEG-14", f"launch of {kernel.name}: thread count {threads!r} "
+                            "is not an integer")
+    _validate(kernel, req)
+    _check_buffers(kernel, req, args)
+    part = kernel
+    for step in req.steps:  # outermost first: strip its consumer, then look inside
+        part = producer_part(part, step)
+        _check_step(kernel, part, step, args, int(threads), int(block))
+
+
+register_checker(check_launch)
+
+
+def describe(kernel: Kernel) -> list[str]:
+    """The launch conditions of a fused kernel in words, one line each (for
+    ``sarek-py fuse``, which prints them as ``//`` comments above the kernel; the
+    ``requires`` clause of the kernel's header is what parses back, LEG-13)."""
+    req = kernel.requires
+    if req is None:
+        return []
+    out = [f"launch conditions of {kernel.name}, checked at every launch "
+           "(specs/fusion-legality.md LEG-13 .. LEG-16):"]
+    for s in req.steps:
+        if s.threads is None:
+            launch = f"on {s.producer}'s thread count"
+            count = f"{s.consumer}'s thread count"
+        else:
+            launch = f"on {s.threads[0]} threads ({s.producer}'s)"
+            count = f"{s.threads[1]} ({s.consumer}'s thread count)"
+        out.append(f"- launch it {launch} and block size, with {s.producer}'s arguments and "
+                   f"{s.count} = {count}; each launch proves again that {s.producer} stores "
+                   f"every element of {s.array} in [0, {s.count}) exactly once")
+    arrays = [p.name for p in kernel.params if p.is_array]
+    for g in req.same:
+        out.append(f"- {', '.join(g)}: one buffer (same memory, shape, strides, dtype)")
+    if len(arrays) > 1 and req.same:
+        out.append("- any two array arguments not in one group above: buffers that do not "
+                   "overlap")
+    elif len(arrays) > 1:
+        out.append(f"- array arguments {', '.join(arrays)}: separate buffers that do not "
+                   "overlap")
+    return out

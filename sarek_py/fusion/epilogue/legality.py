@@ -1,0 +1,850 @@
+"""Legality of epilogue fusion at the level of launches (specs/fusion-legality.md, LEG-*).
+
+Two checks, the seed's ``Index_slice`` and ``Launch_window``:
+
+* :func:`index_slice` proves that P's launch stores each element of C's domain
+  ``[0, tc)`` of the intermediate exactly once. With the launch known, P's scalar
+  arguments, thread count, block size and the lengths of bound numpy arrays are numbers,
+  so every store index and every condition around a store that is affine in the thread
+  id ``g`` is a one-variable affine form. A condition is then a finite union of integer
+  intervals of ``g`` (exactly), loops with constant bounds are unrolled, and the stores
+  become pieces ``{a*g + b : g in [lo, hi]}``. Exactly once holds iff the pieces,
+  restricted to ``[0, tc)``, are pairwise disjoint (decided exactly with the extended
+  Euclidean algorithm) and count ``tc`` elements in all. Anything outside this class is
+  refused with a reason: the analysis is sound, never approximate.
+  When a thread count or a scalar argument is a symbolic host expression (LEG-12), the
+  proof is the affine analysis's instead (:mod:`sarek_py.analysis.affine.queries`: store sites with
+  exact guards, coverage by Fourier-Motzkin).
+* :func:`launch_window` checks, with the buffers bound to the parameters (aliasing
+  included), that C reads nothing else P writes and writes nothing P or C reads
+  elsewhere.
+
+:func:`check_launches` runs both and derives ``shared`` and the intermediate array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from sarek_py.analysis.affine.paths import NotExact, store_sites_why
+from sarek_py.analysis.affine.queries import (
+    AffineCtx,
+    AffineForm,
+    Constraint,
+    covers_exactly_once,
+    ge0,
+    to_affine,
+)
+from sarek_py.analysis.affine.reasons import Cause, affine_cause, cause, quote
+from sarek_py.analysis.affine.wrap import tests_and_lets, wrap_risk
+from sarek_py.fusion.epilogue.fuse_kernels import (
+    Consumer,
+    accesses_stmt,
+    consumer_shape,
+    stopping_call,
+    window_conflict,
+)
+from sarek_py.fusion.epilogue.sequence import ArgValue, KernelLaunch, is_symbolic
+from sarek_py.fusion.epilogue.well_formed import well_formed
+from sarek_py.fusion.refusal import FusionRefused
+from sarek_py.ir.deep import deep
+from sarek_py.ir.intrinsics import GLOBAL_IDS
+from sarek_py.ir.nodes import (
+    Assign,
+    Barrier,
+    Binary,
+    BinaryOp,
+    Call,
+    Cast,
+    Const,
+    Empty,
+    Expr,
+    For,
+    If,
+    Intrinsic,
+    Kernel,
+    Length,
+    Let,
+    Loc,
+    Pragma,
+    Ref,
+    Return,
+    Seq,
+    Stmt,
+    Stop,
+    Store,
+    Unary,
+    UnaryOp,
+    Var,
+    While,
+    iter_stmts,
+)
+from sarek_py.ir.printer import print_expr
+from sarek_py.ir.typeof import scalar_type_of, type_of
+from sarek_py.ir.types import Scalar
+from sarek_py.ir.visit import iter_nodes, substitute
+
+#: the most loop iterations unrolled to follow the stores of one loop (LEG-5)
+MAX_UNROLL = 1024
+#: the most store pieces compared pairwise (LEG-3)
+MAX_PIECES = 4096
+
+_RANGE = {Scalar.I32: (-(2**31), 2**31 - 1), Scalar.I64: (-(2**63), 2**63 - 1)}
+
+# --------------------------------------------------------------------- sets of thread ids
+
+
+@attrs.frozen
+class GSet:
+    """A finite set of thread ids: sorted, disjoint, non-adjacent inclusive intervals."""
+
+    spans: tuple[tuple[int, int], ...] = ()
+
+    @staticmethod
+    def range(lo: int, hi: int) -> GSet:
+        return GSet(((lo, hi),)) if lo <= hi else GSet()
+
+    def __and__(self, other: GSet) -> GSet:
+        out: list[tuple[int, int]] = []
+        for a, b in self.spans:
+            for c, d in other.spans:
+                lo, hi = max(a, c), min(b, d)
+                if lo <= hi:
+                    out.append((lo, hi))
+        return _normal(out)
+
+    def __or__(self, other: GSet) -> GSet:
+        return _normal([*self.spans, *other.spans])
+
+    def __sub__(self, other: GSet) -> GSet:
+        out = list(self.spans)
+        for c, d in other.spans:
+            nxt: list[tuple[int, int]] = []
+            for a, b in out:
+                if d < a or b < c:
+                    nxt.append((a, b))
+                    continue
+                if a < c:
+                    nxt.append((a, c - 1))
+                if d < b:
+                    nxt.append((d + 1, b))
+            out = nxt
+        return _normal(out)
+
+    def __len__(self) -> int:
+        return sum(b - a + 1 for a, b in self.spans)
+
+    def __bool__(self) -> bool:
+        return bool(self.spans)
+
+
+def _normal(spans: list[tuple[int, int]]) -> GSet:
+    spans = sorted(s for s in spans if s[0] <= s[1])
+    out: list[tuple[int, int]] = []
+    for a, b in spans:
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return GSet(tuple(out))
+
+
+# ------------------------------------------------------------------- affine forms in g
+
+
+@attrs.frozen
+class Aff:
+    """``a*g + b`` for the thread id ``g``."""
+
+    a: int
+    b: int
+
+    def at(self, g: int) -> int:
+        return self.a * g + self.b
+
+
+def _ge0(f: Aff, universe: GSet) -> GSet:
+    """The thread ids of ``universe`` where ``a*g + b >= 0``."""
+    if f.a == 0:
+        return universe if f.b >= 0 else GSet()
+    if not universe:
+        return GSet()
+    lo, hi = universe.spans[0][0], universe.spans[-1][1]
+    if f.a > 0:
+        return universe & GSet.range(-(f.b // f.a), hi)
+    return universe & GSet.range(lo, f.b // (-f.a))
+
+
+class _Unsure(Exception):
+    """The analysis cannot decide: fusion is refused with this reason."""
+
+    def __init__(self, rule: str, message: str, loc: Loc | None = None):
+        super().__init__(message)
+        self.rule = rule
+        self.message = message
+        self.loc = loc
+
+
+Value = Aff | GSet
+"""What the analysis knows of an integer value (an affine form) or a boolean (a set)."""
+
+
+@attrs.define
+class _Analysis:
+    """The walk of P's body that collects its stores to the intermediate."""
+
+    launch: KernelLaunch
+    array: Var
+    universe: GSet
+    env: dict[int, Value] = attrs.field(factory=dict)
+    #: immutable ``let`` variables with their definitions (to say why a value is unknown)
+    defs: dict[Var, Expr] = attrs.field(factory=dict)
+    #: the location of the first store of the intermediate met (LEG-3 refusals)
+    first_store: Loc | None = None
+
+    # -- expressions
+
+    def _fits(self, e: Expr, f: Aff) -> Aff | None:
+        t = type_of(e)
+        if t not in _RANGE:
+            return None
+        if not self.universe:
+            return f  # no thread evaluates it: nothing can wrap (LEG-6, LEG-17)
+        lo, hi = _RANGE[t]
+        ends = (f.at(self.universe.spans[0][0]), f.at(self.universe.spans[-1][1]))
+        return f if lo <= min(ends) and max(ends) <= hi else None
+
+    def aff(self, e: Expr) -> Aff | None:
+        """``e`` as an affine form in ``g``, or ``None`` (LEG-2, LEG-6)."""
+        r = self._aff(e)
+        return None if r is None else self._fits(e, r)
+
+    def _aff(self, e: Expr) -> Aff | None:
+        match e:
+            case Const(value=v, type=t) if t.is_int and isinstance(v, int):
+                return Aff(0, v)
+            case Ref(var=v):
+                val = self.env.get(v.id)
+                return val if isinstance(val, Aff) else None
+            case Intrinsic(name=n, args=()):
+                return self._intrinsic(n)
+            case Length(array=v, dim=d):
+                arr = self.launch.args.get(v.name)
+                if isinstance(arr, np.ndarray) and d < arr.ndim:
+                    return Aff(0, int(arr.shape[d]))
+                return None
+            case Unary(op=UnaryOp.NEG, arg=x):
+                f = self.aff(x)
+                return None if f is None else Aff(-f.a, -f.b)
+            case Cast(to=t, arg=x) if t.is_int and type_of(x) in _RANGE:
+                return self.aff(x)
+            case Binary(op=op, lhs=lhs, rhs=rhs):
+                return self._binary(op, lhs, rhs)
+        return None
+
+    def _intrinsic(self, n: str) -> Aff | None:
+        if n in GLOBAL_IDS:
+            return Aff(1, 0)
+        if n == "block_dim_x":
+            return Aff(0, self.launch.block)
+        if n == "grid_dim_x" and isinstance(self.launch.threads, int):
+            return Aff(0, -(-self.launch.threads // self.launch.block))
+        return None
+
+    def _binary(self, op: BinaryOp, lhs: Expr, rhs: Expr) -> Aff | None:
+        x, y = self.aff(lhs), self.aff(rhs)
+        if x is None or y is None:
+            return None
+        match op:
+            case BinaryOp.ADD:
+                return Aff(x.a + y.a, x.b + y.b)
+            case BinaryOp.SUB:
+                return Aff(x.a - y.a, x.b - y.b)
+            case BinaryOp.MUL if x.a == 0 or y.a == 0:
+                return Aff(x.a * y.b + y.a * x.b, x.b * y.b)
+            case BinaryOp.SHL if y.a == 0 and 0 <= y.b < scalar_type_of(lhs).bits:
+                return Aff(x.a << y.b, x.b << y.b)
+            case BinaryOp.DIV if x.a == 0 and y.a == 0 and y.b != 0:
+                q = abs(x.b) // abs(y.b)
+                return Aff(0, q if (x.b >= 0) == (y.b > 0) else -q)
+            case BinaryOp.MOD if x.a == 0 and y.a == 0 and y.b != 0:
+                r = abs(x.b) % abs(y.b)
+                return Aff(0, r if x.b >= 0 else -r)
+        return None
+
+    def known(self, e: Expr) -> bool:
+        """Whether the integer or boolean ``e`` is known (LEG-2)."""
+        if type_of(e) is Scalar.BOOL:
+            return self.cond(e) is not None
+        return self.aff(e) is not None
+
+    def cause(self, e: Expr) -> Cause:
+        """Why ``e`` is not known: the smallest unknown part and what it is (LEG-17)."""
+
+        def leaf(x: Expr) -> Cause | None:
+            if type_of(x) in _RANGE and self._aff(x) is not None:
+                t = type_of(x)
+                return Cause(x, f"{quote(x)} may overflow {t} for some thread in "
+                             f"[0, {self.launch.threads}) (the device would wrap around)",
+                             x.loc, "overflow")
+            if isinstance(x, Length):
+                return Cause(x, f"the length of {x.array.name} is not known (bind a numpy "
+                             "array to it to make it known)", x.loc)
+            if isinstance(x, Ref) and x.var in self.launch.kernel.params:
+                return Cause(x, f"{x.var.name} has no integer value at this launch", x.loc)
+            return None
+
+        return cause(e, self.known, self.defs, leaf)
+
+    def cond(self, e: Expr) -> GSet | None:
+        """The thread ids of the universe where the boolean ``e`` holds, or ``None``."""
+        u = self.universe
+        match e:
+            case Const(value=bool() as v):
+                return u if v else GSet()
+            case Ref(var=v):
+                val = self.env.get(v.id)
+                return val if isinstance(val, GSet) else None
+            case Unary(op=UnaryOp.NOT, arg=x):
+                s = self.cond(x)
+                return None if s is None else u - s
+            case Binary(op=BinaryOp.AND, lhs=lhs, rhs=rhs):
+                s, t = self.cond(lhs), self.cond(rhs)
+                return None if s is None or t is None else s & t
+            case Binary(op=BinaryOp.OR, lhs=lhs, rhs=rhs):
+                s, t = self.cond(lhs), self.cond(rhs)
+                return None if s is None or t is None else s | t
+            case Binary(op=op, lhs=lhs, rhs=rhs) if op.is_compare:
+                fx, fy = self.aff(lhs), self.aff(rhs)
+                if fx is None or fy is None:
+                    return None
+                return _compare(op, Aff(fx.a - fy.a, fx.b - fy.b), u)
+        return None
+
+    # -- statements
+
+    def walk(self, s: Stmt, alive: GSet) -> tuple[list[tuple[GSet, Aff]], GSet]:
+        """The stores to the intermediate of ``s`` run by the threads ``alive``, as
+        (threads, index) pieces, and the threads that come out of ``s``."""
+        match s:
+            case Store(array=a, index=(ix,)) if a == self.array:
+                if self.first_store is None:
+                    self.first_store = s.loc
+                f = self.aff(ix)
+                if f is None:
+                    why = self.cause(ix)
+                    raise _Unsure("LEG-6" if why.kind == "overflow" else "LEG-2",
+                                  f"the store index {quote(ix)} of {a.name} is not affine "
+                                  f"in the thread id with known coefficients: {why.text}",
+                                  why.loc or s.loc)
+                return ([(alive, f)] if alive else []), alive
+            case Let(var=v, value=e, body=b):
+                val: Value | None = None
+                if not v.mutable:
+                    self.defs[v] = e
+                    val = self.cond(e) if type_of(e) is Scalar.BOOL else self.aff(e)
+                if val is None:
+                    self.env.pop(v.id, None)  # a binder may be reused: forget its old value
+                else:
+                    self.env[v.id] = val
+                return self.walk(b, alive)
+            case Seq(stmts=ss):
+                items: list[tuple[GSet, Aff]] = []
+                for x in ss:
+                    got, alive = self.walk(x, alive)
+                    items += got
+                return items, alive
+            case If(cond=c, then=t, else_=e):
+                return self._if(c, t, e, alive)
+            case For():
+                return self._for(s, alive)
+            case While(body=b):
+                if self._touches(b):
+                    raise _Unsure("LEG-5", f"a while loop stores {self.array.name} or "
+                                  "returns (its iterations cannot be followed)", s.loc)
+                return [], alive
+            case Pragma(body=b):
+                return self.walk(b, alive)
+            case Return():
+                return [], GSet()
+            case Stop():
+                raise _Unsure("LEG-5", "the producer may stop (the elements it would store "
+                              "after the stop are not known)", s.loc)
+            case Store() | Assign() | Barrier() | Empty():
+                return [], alive
+        raise _Unsure("LEG-2", f"cannot follow {type(s).__name__}")  # pragma: no cover
+
+    def _touches(self, s: Stmt) -> bool:
+        return any(isinstance(n, (Return, Stop)) or (isinstance(n, Store) and n.array == self.array)
+                   for n in iter_nodes(s))
+
+    def _if(self, c: Expr, t: Stmt, e: Stmt | None,
+            alive: GSet) -> tuple[list[tuple[GSet, Aff]], GSet]:
+        s = self.cond(c)
+        why: Cause | None = None
+        if s is None:
+            why = self.cause(c)
+            if why.kind == "overflow":
+                raise _Unsure("LEG-6", f"the test {quote(c)} is not known: {why.text}",
+                              why.loc or c.loc)
+        if s is not None:
+            ti, ta = self.walk(t, alive & s)
+            ei, ea = self.walk(e, alive - s) if e is not None else ([], alive - s)
+            return ti + ei, ta | ea
+        ti, ta = self.walk(t, alive)
+        ei, ea = self.walk(e, alive) if e is not None else ([], alive)
+        if _key(ti) != _key(ei) or ta != ea:
+            assert why is not None
+            what = "stored" if _key(ti) != _key(ei) else "stored after it (some threads return)"
+            raise _Unsure(
+                "LEG-4", f"the test {quote(c)} decides which elements of {self.array.name} "
+                f"are {what}, and it is not known: {why.text}", why.loc or c.loc)
+        return ti, ta
+
+    def _for(self, s: For, alive: GSet) -> tuple[list[tuple[GSet, Aff]], GSet]:
+        if not self._touches(s.body):
+            return [], alive
+        lo, hi = self.aff(s.start), self.aff(s.stop)
+        if lo is None or hi is None or lo.a != 0 or hi.a != 0:
+            bad = s.start if lo is None or lo.a != 0 else s.stop
+            why = (self.cause(bad).text if self.aff(bad) is None
+                   else f"{quote(bad)} depends on the thread id")
+            raise _Unsure("LEG-5", f"the loop over {s.var.name} around a store of "
+                          f"{self.array.name} has bounds that are not known constants: "
+                          f"{why}", s.loc)
+        ks = range(lo.b, hi.b - 1, -1) if s.down else range(lo.b, hi.b + 1)
+        if len(ks) > MAX_UNROLL:
+            raise _Unsure("LEG-5", f"the loop over {s.var.name} around a store of "
+                          f"{self.array.name} has {len(ks)} iterations, more than "
+                          f"{MAX_UNROLL} (the analysis follows them one by one)", s.loc)
+        items: list[tuple[GSet, Aff]] = []
+        for k in ks:
+            self.env[s.var.id] = Aff(0, k)
+            got, alive = self.walk(s.body, alive)
+            items += got
+        self.env.pop(s.var.id, None)
+        return items, alive
+
+
+def _key(items: list[tuple[GSet, Aff]]) -> list[tuple[tuple[tuple[int, int], ...], int, int]]:
+    return sorted((g.spans, f.a, f.b) for g, f in items)
+
+
+def _compare(op: BinaryOp, d: Aff, u: GSet) -> GSet:
+    """Thread ids of ``u`` where ``d op 0``."""
+    neg = Aff(-d.a, -d.b)
+    match op:
+        case BinaryOp.GE:
+            return _ge0(d, u)
+        case BinaryOp.GT:
+            return _ge0(Aff(d.a, d.b - 1), u)
+        case BinaryOp.LE:
+            return _ge0(neg, u)
+        case BinaryOp.LT:
+            return _ge0(Aff(neg.a, neg.b - 1), u)
+        case BinaryOp.EQ:
+            return _ge0(d, u) & _ge0(neg, u)
+        case _:
+            return u - (_ge0(d, u) & _ge0(neg, u))
+
+
+# ----------------------------------------------------------------------- exactly once
+
+
+def _ext_gcd(a: int, b: int) -> tuple[int, int, int]:
+    """``(d, x, y)`` with ``a*x + b*y == d == gcd(a, b) >= 0``."""
+    if b == 0:
+        return (abs(a), 1 if a >= 0 else -1, 0)
+    d, x, y = _ext_gcd(b, a % b)
+    return d, y, x - (a // b) * y
+
+
+def _ceil_div(p: int, q: int) -> int:
+    return -((-p) // q)
+
+
+def _s_range(g0: int, step: int, lo: int, hi: int) -> tuple[int, int]:
+    """The integers ``s`` with ``lo <= g0 + step*s <= hi`` (``step != 0``)."""
+    if step > 0:
+        return _ceil_div(lo - g0, step), (hi - g0) // step
+    return _ceil_div(hi - g0, step), (lo - g0) // step
+
+
+def _overlap(p: tuple[int, int, Aff], q: tuple[int, int, Aff]) -> bool:
+    """Whether ``{a1*g+b1 : g in [l1,h1]}`` and ``{a2*g+b2 : g in [l2,h2]}`` meet."""
+    l1, h1, f = p
+    l2, h2, h = q
+    a1, b1, a2, b2 = f.a, f.b, h.a, h.b
+    if a1 == 0 and a2 == 0:
+        return b1 == b2
+    if a2 == 0:
+        (l1, h1, a1, b1), (l2, h2, a2, b2) = (l2, h2, a2, b2), (l1, h1, a1, b1)
+    if a1 == 0:  # the value b1 against the progression a2*g + b2
+        num = b1 - b2
+        return num % a2 == 0 and l2 <= num // a2 <= h2
+    c = b2 - b1  # a1*g1 - a2*g2 = c
+    d, x, y = _ext_gcd(a1, -a2)
+    if c % d:
+        return False
+    g1, g2 = x * (c // d), y * (c // d)
+    s1 = _s_range(g1, -a2 // d, l1, h1)
+    s2 = _s_range(g2, -a1 // d, l2, h2)
+    return max(s1[0], s2[0]) <= min(s1[1], s2[1])
+
+
+def exactly_once(items: Sequence[tuple[GSet, Aff]], tc: int, name: str,
+                 consumer: str | None = None, loc: Loc | None = None) -> None:
+    """Raise unless the pieces store every element of ``[0, tc)`` exactly once (LEG-3).
+
+    ``tc`` is the consumer's thread count: the fused kernel runs the consumer's body for
+    an element right after the producer stores it, so each of the consumer's threads
+    needs its element stored once (``consumer`` names the consumer in the messages)."""
+    who = f"{consumer}'s" if consumer else "the consumer's"
+    pieces: list[tuple[int, int, Aff]] = []
+    for gs, f in items:
+        inside = _ge0(f, gs) & _ge0(Aff(-f.a, tc - 1 - f.b), gs)
+        for lo, hi in inside.spans:
+            if f.a == 0 and hi > lo:
+                raise _Unsure("LEG-3", f"element {f.b} of {name} is stored by {hi - lo + 1} "
+                              f"threads (threads {lo}..{hi})", loc)
+            pieces.append((lo, hi, f))
+    if len(pieces) > MAX_PIECES:
+        raise _Unsure("LEG-3", f"the stores of {name} split into {len(pieces)} pieces, more "
+                      f"than {MAX_PIECES} to compare", loc)
+    for k, p in enumerate(pieces):
+        for q in pieces[k + 1:]:
+            if _overlap(p, q):
+                raise _Unsure("LEG-3", f"some element of {name} in [0, {tc}) is stored "
+                              "more than once (by two threads, or twice by one)", loc)
+    total = sum(hi - lo + 1 for lo, hi, _ in pieces)
+    if total != tc:
+        missing = _missing(pieces, tc)
+        raise _Unsure("LEG-3", f"the producer stores {total} of the {tc} elements "
+                      f"[0, {tc}) of {name} over which {who} {tc} threads are launched"
+                      f"{missing}; fused, the consumer's body runs only right after a "
+                      "store", loc)
+
+
+def _missing(pieces: Sequence[tuple[int, int, Aff]], tc: int) -> str:
+    """`` (elements a..b, … not stored)`` when the pieces are ranges, else ``""``."""
+    covered = GSet()
+    for lo, hi, f in pieces:
+        if abs(f.a) > 1:
+            return ""
+        x, y = f.at(lo), f.at(hi)
+        covered = covered | GSet.range(min(x, y), max(x, y))
+    gaps = (GSet.range(0, tc - 1) - covered).spans
+    if not gaps:
+        return ""
+    shown = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in gaps[:3])
+    more = ", …" if len(gaps) > 3 else ""
+    many = len(gaps) > 1 or gaps[0][0] != gaps[0][1]
+    return f" (element{'s' if many else ''} {shown}{more} {'are' if many else 'is'} not stored)"
+
+
+# ---------------------------------------------------------------------------- buffers
+
+
+def buffer_key(v: ArgValue) -> Hashable | None:
+    """The identity of the buffer an argument names (``None`` for a scalar).
+
+    Two numpy arrays are the same buffer only when they are the same memory range with
+    the same shape, strides and dtype (a prefix ``t[:k]`` of ``t``, or ``t.view(i32)``,
+    is not ``t``); arrays that overlap otherwise are refused by :func:`launch_window`
+    (LEG-1, LEG-7).
+    """
+    if isinstance(v, str):
+        return ("buffer", v)
+    if isinstance(v, np.ndarray):
+        start = v.__array_interface__["data"][0]
+        return ("array", start, v.shape, v.strides, v.dtype.str)
+    return None
+
+
+def _partial_alias(launches: Sequence[KernelLaunch]) -> str | None:
+    """Two arrays bound in ``launches`` that overlap without being the same buffer
+    (LEG-1: the same memory, shape, strides and dtype), or one a kernel writes whose own
+    elements overlap (a stride-0 or ``as_strided`` view: no buffer of distinct elements,
+    LEG-1; read only, such an array is harmless: ``np.broadcast_to`` inputs fuse)."""
+    from sarek_py.fusion.epilogue.conditions import overlap, overlaps_itself
+
+    arrays = [(f"{lc.kernel.name}.{k}", v) for lc in launches for k, v in lc.args.items()
+              if isinstance(v, np.ndarray)]
+    for lc in launches:
+        k = lc.kernel
+        for acc in accesses_stmt(k.body, k.helpers):
+            v = lc.args.get(acc.array.name) if acc.write and acc.array in k.params else None
+            itself = overlaps_itself(v)
+            if itself is not None:
+                return (f"{k.name}.{acc.array.name}, which {k.name} writes, is bound to an "
+                        f"array that is not a buffer of distinct elements: {itself}")
+    for n, (na, a) in enumerate(arrays):
+        for nb, b in arrays[n + 1:]:
+            if buffer_key(a) != buffer_key(b) and overlap(a, b):
+                return (f"{na} and {nb} overlap without being the same buffer (one buffer "
+                        "is the same memory with the same shape, strides and dtype)")
+    return None
+
+
+def _buffers(launch: KernelLaunch) -> dict[str, Hashable]:
+    out: dict[str, Hashable] = {}
+    for p in launch.kernel.params:
+        if p.is_array:
+            if p.name not in launch.args:
+                raise FusionRefused("LEG-1", f"launch of {launch.kernel.name} binds nothing "
+                                    f"to {p.name}")
+            key = buffer_key(launch.args[p.name])
+            if key is None:
+                raise FusionRefused("LEG-1", f"launch of {launch.kernel.name} binds a "
+                                    f"scalar to the array {p.name}")
+            out[p.name] = key
+    return out
+
+
+# ------------------------------------------------------------------------------- checks
+
+
+def _symbolic(producer: KernelLaunch, tc: int | Expr) -> bool:
+    if is_symbolic(producer.threads) or is_symbolic(tc):
+        return True
+    return any(is_symbolic(producer.args.get(p.name))
+               for p in producer.kernel.params if not p.is_array)
+
+
+def index_slice(producer: KernelLaunch, p_array: str, tc: int | Expr,
+                consumer: str | None = None) -> None:
+    """Prove that P's launch stores each element of ``[0, tc)`` of ``p_array`` exactly
+    once (the seed's ``Index_slice``), or raise :class:`FusionRefused` (LEG-2..LEG-6,
+    LEG-12 when counts or arguments are symbolic)."""
+    k = producer.kernel
+    arr = k.param(p_array)
+    for a in accesses_stmt(k.body, k.helpers):
+        if a.array == arr and a.write and a.index is None:
+            raise FusionRefused("LEG-2", f"{k.name}: {p_array} is passed to a function that "
+                                "writes it: its stores cannot be followed", _call_loc(k, arr))
+    stops = stopping_call(k.body, k.helpers)
+    if stops is not None:
+        raise FusionRefused("LEG-5", f"{k.name}: the producer may stop (in helper function "
+                            f"{stops})", _call_of(k.body, stops))
+    if _symbolic(producer, tc):
+        _index_slice_symbolic(producer, arr, tc)
+        return
+    assert isinstance(producer.threads, int) and isinstance(tc, int)
+    if tc > I32_MAX:
+        raise FusionRefused("LEG-6", _EP_TC.format(k=k.name, tc=tc), k.loc)
+    an = _Analysis(producer, arr, GSet.range(0, producer.threads - 1))
+    for p in k.params:
+        if not p.is_array and p.name in producer.args:
+            v = producer.args[p.name]
+            if p.type is Scalar.BOOL and isinstance(v, (bool, np.bool_)):
+                an.env[p.id] = an.universe if bool(v) else GSet()
+            elif isinstance(p.type, Scalar) and p.type.is_int and isinstance(
+                    v, (int, np.integer)) and not isinstance(v, bool):
+                an.env[p.id] = Aff(0, int(v))
+    try:
+        items, _ = an.walk(k.body, an.universe)
+        exactly_once(items, tc, p_array, consumer, an.first_store or k.loc)
+    except _Unsure as u:
+        raise FusionRefused(u.rule, f"{k.name}: {u.message}", u.loc or k.loc) from None
+
+
+def _call_loc(k: Kernel, arr: Var) -> Loc | None:
+    """Where ``k`` passes ``arr`` to a function."""
+    for n in iter_nodes(k.body):
+        if isinstance(n, Call) and any(isinstance(a, Ref) and a.var == arr for a in n.args):
+            return n.loc
+    return k.loc
+
+
+def _call_of(body: Stmt, func: str) -> Loc | None:
+    return next((n.loc for n in iter_nodes(body) if isinstance(n, Call) and n.func == func),
+                None)
+
+
+#: the rule of each kind of :class:`NotExact` (LEG-12 refusals name the real cause)
+_NOT_EXACT_RULE = {"index": "LEG-2", "alternatives": "LEG-2", "loop": "LEG-5",
+                   "leave": "LEG-5"}
+
+
+def _as_expr(v: ArgValue, t: Scalar) -> Expr | None:
+    if is_symbolic(v):
+        return v
+    if isinstance(v, (bool, np.bool_)) and t is Scalar.BOOL:
+        return Const(bool(v), t)
+    if isinstance(v, (int, np.integer)) and t.is_int:
+        return Const(int(v), t)
+    return None
+
+
+def _host_vars(e: Expr) -> frozenset[Var]:
+    return frozenset(x.var for x in iter_nodes(e) if isinstance(x, Ref))
+
+
+def _index_slice_symbolic(producer: KernelLaunch, arr: Var, tc: int | Expr) -> None:
+    """LEG-12: counts and scalar arguments as host symbols, by the affine analysis
+    (:mod:`sarek_py.analysis.affine.queries`): store sites with exact guards, then coverage of
+    ``[0, tc)`` exactly once by Fourier-Motzkin."""
+    k = producer.kernel
+    stop = next((n for n in iter_nodes(k.body) if isinstance(n, Stop)), None)
+    if stop is not None:
+        raise FusionRefused("LEG-5", f"{k.name}: the producer may stop (the elements it "
+                            "would store after the stop are not known)", stop.loc)
+    binding: dict[Var, Expr] = {}
+    for p in k.params:
+        if not p.is_array and isinstance(p.type, Scalar) and p.name in producer.args:
+            e = _as_expr(producer.args[p.name], p.type)
+            if e is not None:
+                binding[p] = e
+    body = substitute(k.body, binding)
+    counts = [_as_expr(producer.threads, Scalar.I32), _as_expr(tc, Scalar.I32)]
+    symbols = frozenset().union(*(_host_vars(e) for e in [*binding.values(), *counts]
+                                  if e is not None))
+    ctx = AffineCtx(invariant=frozenset(v for v in symbols if v.mutable))
+    sites = store_sites_why(body, arr, ctx)
+    if isinstance(sites, NotExact):
+        rule = _NOT_EXACT_RULE.get(sites.kind, "LEG-4" if sites.data else "LEG-2")
+        raise FusionRefused(rule, f"{k.name}: {sites.reason}", sites.loc or k.loc)
+    forms = [None if e is None else to_affine(e, ctx) for e in counts]
+    if forms[0] is None or forms[1] is None:
+        bad = counts[0] if forms[0] is None else counts[1]
+        why = "" if bad is None else f": {affine_cause(bad, ctx).text}"
+        raise FusionRefused("LEG-12", f"{k.name}: the thread count "
+                            f"{'' if bad is None else quote(bad) + ' '}is not affine in the "
+                            f"host symbols{why}", k.loc)
+    # the host evaluates the counts in their own type, wrapping; the proof below takes
+    # them to be exact integers, so they must not wrap (LEG-6)
+    count_wrap = wrap_risk([e for e in counts if e is not None and not isinstance(e, Const)],
+                           ctx)
+    if count_wrap is not None:
+        raise FusionRefused("LEG-6", f"{k.name}: the thread count {print_expr(count_wrap)} may "
+                            "wrap around for some value of the host symbols (compute it in "
+                            "i64, e.g. i64(n) + 3L)", count_wrap.loc)
+    wraps = _may_wrap(body, arr, ctx, forms[0])
+    if wraps is not None:
+        raise FusionRefused("LEG-6", f"{k.name}: {print_expr(wraps)} may wrap around for "
+                            "some thread or value of the host symbols (the analysis of "
+                            "symbolic counts takes integers to be exact)", wraps.loc)
+    cov = covers_exactly_once(sites, Intrinsic("global_thread_id"), forms[0], forms[1],
+                              uniform_vars=symbols)
+    if not cov:
+        raise FusionRefused("LEG-12", f"{k.name}: for symbolic counts, {cov.reason} "
+                            f"(of {arr.name}; count: the consumer's thread count "
+                            f"{print_expr(counts[1]) if counts[1] is not None else '?'}, "
+                            f"threads: the producer's "
+                            f"{print_expr(counts[0]) if counts[0] is not None else '?'})",
+                            sites[0].loc if sites else k.loc)
+
+
+I32_MAX = 2**31 - 1
+
+#: the consumer's thread count is passed to the fused kernel as ``ep_tc : i32`` (EF-5);
+#: a known count past i32 is refused here, a symbolic one by the launch (LEG-6, LEG-14)
+_EP_TC = ("{k}: the consumer's thread count {tc} does not fit i32, the type of the fused "
+          "kernel's parameter ep_tc that receives it (at most 2147483647)")
+
+
+def _may_wrap(body: Stmt, arr: Var, ctx: AffineCtx, threads: AffineForm) -> Expr | None:
+    """An integer subexpression of a store index of ``arr``, a condition or a ``let``
+    value of ``body`` that is affine but not proved to stay within its type for every
+    thread ``0 <= g < threads`` and every value of the other atoms (LEG-6 on the symbolic
+    path, by AFF-17: the interpreter and the devices wrap, the affine analysis does not)."""
+    exprs = [ix for s in iter_stmts(body) if isinstance(s, Store) and s.array == arr
+             for ix in s.index]
+    tests, lets = tests_and_lets(body)
+    exprs += tests
+    defs = {**ctx.defs, **lets}
+    known: list[Constraint | bool] = [ge0(threads - 1)]
+    for name in sorted(GLOBAL_IDS):
+        g = AffineForm.of_atom(Intrinsic(name))
+        known += [ge0(g), ge0(threads - g - 1)]
+    return wrap_risk(exprs, attrs.evolve(ctx, defs=defs), known)
+
+
+def launch_window(producer: KernelLaunch, consumer: KernelLaunch, c: Consumer,
+                  p_array: str) -> None:
+    """With the buffers of both launches: C reads nothing else P writes, and writes
+    nothing P or C reads elsewhere (the seed's ``Launch_window``, LEG-7)."""
+    pb, cb = _buffers(producer), _buffers(consumer)
+    partial = _partial_alias((producer, consumer))
+    if partial is not None:
+        raise FusionRefused("LEG-7", partial, consumer.kernel.loc)
+    inter = pb[p_array]
+    pk = producer.kernel
+    others = [p for p, b in pb.items() if b == inter and p != p_array]
+    if others:
+        written = {a.array.name for a in accesses_stmt(pk.body, pk.helpers) if a.write}
+        if any(o in written for o in others):
+            raise FusionRefused("LEG-7", f"{pk.name} writes the buffer of the intermediate "
+                                f"{p_array} also through {', '.join(o for o in others if o in written)}"
+                                " (the same buffer bound to two parameters)", pk.loc)
+    conflict = window_conflict(pk, c, lambda v: pb[v.name], lambda v: cb[v.name], inter,
+                               "LEG-7")
+    if conflict is not None:
+        raise conflict
+
+
+@attrs.frozen
+class Plan:
+    """What :func:`check_launches` proved: the intermediate and the shared parameters."""
+
+    p_array: str
+    shared: Mapping[str, str]
+
+
+def derive_shared(producer: KernelLaunch, consumer: KernelLaunch) -> dict[str, str]:
+    """Each C array parameter bound to a buffer one of P's is bound to, mapped to the
+    first such P parameter that P writes, else the first such one (LEG-8): with
+    ``scale(x, x)`` the consumer's parameter bound to ``x`` is the ``tmp`` P writes."""
+    pb, cb = _buffers(producer), _buffers(consumer)
+    pk = producer.kernel
+    written = {a.array.name for a in accesses_stmt(pk.body, pk.helpers) if a.write}
+    out: dict[str, str] = {}
+    for cname, b in cb.items():
+        same = [p for p, pbuf in pb.items() if pbuf == b]
+        pname = next((p for p in same if p in written), same[0] if same else None)
+        if pname is not None:
+            out[cname] = pname
+    return out
+
+
+def derive_p_array(producer: KernelLaunch, c: Consumer, shared: Mapping[str, str]) -> str:
+    """The buffer P writes that C reads: it must be one (LEG-8)."""
+    pk = producer.kernel
+    written = {a.array.name for a in accesses_stmt(pk.body, pk.helpers) if a.write}
+    read = {a.array.name for a in c.accesses if not a.write}
+    cands = sorted({p for cn, p in shared.items() if cn in read and p in written})
+    if not cands:
+        raise FusionRefused("LEG-8", f"{c.kernel.name} reads no buffer that {pk.name} "
+                            f"writes ({pk.name} writes {_names(written)}; {c.kernel.name} "
+                            f"reads {_names(read)})", c.kernel.loc)
+    if len(cands) > 1:
+        raise FusionRefused("LEG-8", f"{c.kernel.name} reads several buffers {pk.name} "
+                            f"writes: {', '.join(cands)} (epilogue fusion joins through one "
+                            "intermediate)", c.kernel.loc)
+    return cands[0]
+
+
+def _names(names: set[str]) -> str:
+    return ", ".join(sorted(names)) if names else "nothing"
+
+
+@deep
+def check_launches(producer: KernelLaunch, consumer: KernelLaunch, *,
+                   p_array: str | None = None) -> Plan:
+    """Both checks of the seed (``Index_slice``, ``Launch_window``) on two launches;
+    returns the intermediate and the ``shared`` mapping to fuse with, or raises
+    :class:`FusionRefused` with the rule that refuses."""
+    c = consumer_shape(consumer.kernel)
+    well_formed(producer.kernel, "producer")  # EF-1: the analysis reads it as checked IR
+    partial = _partial_alias((producer, consumer))  # before pairing: LEG-1, LEG-7
+    if partial is not None:
+        raise FusionRefused("LEG-7", partial, consumer.kernel.loc)
+    shared = derive_shared(producer, consumer)
+    if p_array is None:
+        p_array = derive_p_array(producer, c, shared)
+    launch_window(producer, consumer, c, p_array)
+    index_slice(producer, p_array, consumer.threads, consumer.kernel.name)
+    return Plan(p_array, shared)

@@ -1,0 +1,1 @@
+"""Loop-level passes on host programs: inlining, producer-consumer fusion, ping-pong, cost."""

@@ -1,0 +1,563 @@
+"""The host interpreter: runs a :class:`~sarek_py.ir.host.program.Program` on numpy arrays
+(specs/host-program.md, HP-8, HP-9, HP-13..HP-15).
+
+Host statements run one after another. A parallel loop runs as a kernel on the reference
+interpreter (:func:`sarek_py.ir.interp.run_kernel`, one thread per iteration, races
+checked), so its iterations are independent exactly as the kernel semantics say; launches
+and syncs run on a backend (default: the interpreter backend) with device-resident arrays
+(:class:`Residency`). Scalars are numpy scalars of their type; arrays are numpy arrays
+(``None`` while an allocatable array is not allocated).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from typing import Any
+
+import attrs
+import numpy as np
+
+from sarek_py.fusion.refusal import FusionRefused
+from sarek_py.host.check import check_program, check_program_once
+from sarek_py.host.parfor import parfor_kernel
+from sarek_py.host.residency import Residency, StopRequest
+from sarek_py.ir import interp_ops
+from sarek_py.ir.alloc import check_bytes
+from sarek_py.ir.host.launch import Launch, Sync
+from sarek_py.ir.host.program import (
+    Allocate,
+    Block,
+    Break,
+    CallProc,
+    Continue,
+    Deallocate,
+    Decl,
+    HAssign,
+    HFor,
+    HIf,
+    HostError,
+    HostStmt,
+    HReturn,
+    HStop,
+    HStore,
+    Input,
+    Intent,
+    Output,
+    ParFor,
+    PointerAssoc,
+    Procedure,
+    Program,
+)
+from sarek_py.ir.interp import run_kernel
+from sarek_py.ir.interp_ops import LaneFault
+from sarek_py.ir.nodes import (
+    Binary,
+    BinaryOp,
+    Cast,
+    Cond,
+    Const,
+    Expr,
+    Intrinsic,
+    Kernel,
+    Length,
+    Loc,
+    Read,
+    Ref,
+    Unary,
+    Var,
+)
+from sarek_py.ir.types import ArrayType
+from sarek_py.ir.visit import iter_nodes
+from sarek_py.runtime.base import Backend
+
+
+@attrs.frozen(eq=False)
+class HostResult:
+    """What a run leaves: the program's variables by name, the output lines, and the stop
+    code (``None`` when the program ran to its end or returned)."""
+
+    values: dict[str, Any]
+    output: list[str]
+    stop_code: int | None = None
+    #: what ran it (:class:`sarek_py.host.backend.Executor`), when known
+    executor: Any = None
+
+    def array(self, name: str) -> np.ndarray[Any, Any]:
+        v = self.values[name]
+        assert isinstance(v, np.ndarray)
+        return v
+
+
+class _Leave(Exception):
+    """Break, continue, return or stop unwinding the host statements."""
+
+    def __init__(self, kind: str, code: int = 0) -> None:
+        self.kind = kind
+        self.code = code
+
+
+# -------------------------------------------------------------------------- frames
+
+
+class Frame(MutableMapping[str, Any]):
+    """The variables a statement sees, by :class:`Var` (and by name for launches):
+    a procedure's own variables first, then the program's."""
+
+    def __init__(self, own: dict[Var, Any], outer: Frame | None = None) -> None:
+        self.own = own
+        self.outer = outer
+
+    def owner(self, v: Var) -> dict[Var, Any]:
+        f: Frame | None = self
+        while f is not None:
+            if v in f.own:
+                return f.own
+            f = f.outer
+        raise HostError(f"host variable '{v.name}' is not declared here")
+
+    def get_var(self, v: Var) -> Any:
+        return self.owner(v)[v]
+
+    def set_var(self, v: Var, value: Any) -> None:
+        self.owner(v)[v] = value
+
+    def _by_name(self, name: str) -> tuple[dict[Var, Any], Var]:
+        f: Frame | None = self
+        while f is not None:
+            for v in f.own:
+                if v.name == name:
+                    return f.own, v
+            f = f.outer
+        raise KeyError(name)
+
+    def __getitem__(self, name: str) -> Any:
+        d, v = self._by_name(name)
+        return d[v]
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        d, v = self._by_name(name)
+        d[v] = value
+
+    def __delitem__(self, name: str) -> None:
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        names: list[str] = []
+        f: Frame | None = self
+        while f is not None:
+            names += [v.name for v in f.own if v.name not in names]
+            f = f.outer
+        return iter(names)
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+    def own_vars(self) -> list[Var]:
+        """Every variable visible here (a procedure's, then the program's)."""
+        out: list[Var] = []
+        f: Frame | None = self
+        while f is not None:
+            out += list(f.own)
+            f = f.outer
+        return out
+
+
+def _zero(v: Var) -> Any:
+    t = v.type
+    if isinstance(t, ArrayType):
+        if t.is_constant_shape:
+            shape = tuple(n for n in t.shape if n is not None)
+            check_bytes(math.prod(shape) * t.elem.dtype.itemsize,
+                        f"array '{v.name}' ({'x'.join(map(str, shape))} elements)")
+            return np.zeros(shape, t.elem.dtype)
+        return None
+    return t.dtype.type(0)
+
+
+# ------------------------------------------------------------------------- memo
+
+
+@attrs.define(eq=False)
+class _Memo:
+    """The last evaluation of one expression whose value depends only on integer or bool
+    scalar variables and on array extents (``length``): no array element read, no float
+    variable (whose ``-0.0`` equals ``0.0`` but may not give the same result). ``inputs``
+    is ``None`` for an expression that is always evaluated. The key holds each input's
+    type and value (an array's shape), so equal keys give bitwise equal results."""
+
+    expr: Expr
+    inputs: tuple[tuple[Var, bool], ...] | None
+    last_key: tuple[Any, ...] | None = None
+    last_value: Any = None
+
+    @staticmethod
+    def of(e: Expr) -> _Memo:
+        inputs: dict[Var, bool] = {}
+        for n in iter_nodes(e):
+            if isinstance(n, Read):
+                return _Memo(e, None)
+            if isinstance(n, Length):
+                inputs[n.array] = True
+            elif isinstance(n, Ref):
+                if n.var.is_array or n.var.scalar.is_float:
+                    return _Memo(e, None)
+                inputs.setdefault(n.var, False)
+        return _Memo(e, tuple(inputs.items()))
+
+    def key(self, f: Frame) -> tuple[Any, ...]:
+        assert self.inputs is not None
+        out: list[Any] = []
+        for v, is_array in self.inputs:
+            x = f.get_var(v)
+            if is_array:
+                out.append(x.shape if isinstance(x, np.ndarray) else x)
+            else:
+                out.append(type(x))
+                out.append(x)
+        return tuple(out)
+
+
+# ------------------------------------------------------------------------- interpreter
+
+
+class HostInterp:
+    """Runs one program (HP-13). ``inputs`` feed ``read``; ``echo`` prints output lines."""
+
+    def __init__(self, program: Program, *, inputs: Iterable[Any] = (),
+                 backend: Backend | None = None, check_races: bool = True,
+                 echo: bool = False, device: Backend | None = None) -> None:
+        self.program = program
+        self.inputs = iter(inputs)
+        self.output: list[str] = []
+        self.echo = echo
+        self.check_races = check_races
+        backend = device or backend
+        if backend is None:
+            from sarek_py.runtime.interp import InterpBackend
+
+            backend = InterpBackend()
+        self.backend = backend
+        self.kernels: dict[int, tuple[Kernel, tuple[Var, ...]]] = {}
+        self.procs = {p.name: p for p in program.procedures}
+        self.globals = Frame({})
+        self.device = Residency(backend, check_races, program)
+        self._memo: dict[int, _Memo] = {}
+
+    # ----------------------------------------------------------------- entry
+    def run(self, preset: Mapping[str, Any] | None = None) -> HostResult:
+        """Run the program; ``preset`` gives initial values to declared variables by name
+        (an array value is copied)."""
+        check_program_once(self.program)
+        frame = self.globals
+        self._declare(self.program.decls, frame)
+        for name, value in (preset or {}).items():
+            d = self.program.decl(name)
+            frame.set_var(d.var, self._convert(d.var, value))
+        stop: int | None = None
+        try:
+            try:
+                self.stmt(self.program.body, frame)
+            finally:
+                if self.device.stops:
+                    self.stmt(Sync(), frame)
+        except _Leave as leave:
+            if leave.kind == "stop":
+                stop = leave.code
+            elif leave.kind != "return":
+                raise HostError(f"'{leave.kind}' outside a loop") from None
+        finally:
+            self.device.finish()
+        values = {v.name: x for v, x in frame.own.items()}
+        return HostResult(values, self.output, stop)
+
+    def _convert(self, v: Var, value: Any) -> Any:
+        if isinstance(v.type, ArrayType):
+            arr = np.array(value, dtype=v.type.elem.dtype, copy=True)
+            if arr.ndim != v.type.rank:
+                raise HostError(f"preset of '{v.name}' has rank {arr.ndim}, not {v.type.rank}")
+            return arr
+        return v.type.dtype.type(value)
+
+    def _declare(self, decls: Iterable[Decl], frame: Frame) -> None:
+        for d in decls:
+            frame.own[d.var] = _zero(d.var)
+            if d.init is not None:
+                frame.own[d.var] = self.eval(d.init, frame)
+            else:
+                self.device.fresh_zero(frame.own[d.var])
+
+    # ------------------------------------------------------------- expressions
+    def eval(self, e: Expr, frame: Frame) -> Any:
+        """The value of ``e`` in ``frame`` (a numpy scalar, or an array for a bare array
+        reference). Evaluation is pure, so an integer expression (see :class:`_Memo`)
+        whose inputs are those of its previous evaluation gives the previous value
+        without walking the tree again; a launch in a host loop evaluates the same thread
+        counts, extents and write-discard conditions at every iteration (LCH-2)."""
+        kind = type(e)
+        if kind is Ref:
+            assert isinstance(e, Ref)
+            return frame.get_var(e.var)
+        if kind is Const:
+            assert isinstance(e, Const)
+            return e.type.dtype.type(e.value)
+        memo = self._memo.get(id(e))
+        if memo is None or memo.expr is not e:
+            memo = _Memo.of(e)
+            self._memo[id(e)] = memo
+        if memo.inputs is None:
+            return self._eval_checked(e, frame)
+        key = memo.key(frame)
+        if key == memo.last_key:
+            return memo.last_value
+        value = self._eval_checked(e, frame)
+        memo.last_key, memo.last_value = key, value
+        return value
+
+    def _eval_checked(self, e: Expr, frame: Frame) -> Any:
+        try:
+            with np.errstate(all="ignore"):
+                return self._eval(e, frame)
+        except LaneFault as exc:
+            raise HostError(exc.message, e.loc) from None
+
+    def _eval(self, e: Expr, f: Frame) -> Any:
+        match e:
+            case Const(value=v, type=t):
+                return t.dtype.type(v)
+            case Ref(var=v):
+                return f.get_var(v)
+            case Length(array=a, dim=d):
+                return np.int32(self._array(a, f, e.loc).shape[d])
+            case Read(array=a, index=idx):
+                arr = self._array(a, f, e.loc)
+                return arr[self._index(a, arr, [self._eval(i, f) for i in idx], e.loc)]
+            case Unary(op=op, arg=x):
+                return _scalar(interp_ops.unary(op, self._eval(x, f)))
+            case Binary(op=BinaryOp.AND, lhs=x, rhs=y):
+                return np.bool_(bool(self._eval(x, f)) and bool(self._eval(y, f)))
+            case Binary(op=BinaryOp.OR, lhs=x, rhs=y):
+                return np.bool_(bool(self._eval(x, f)) or bool(self._eval(y, f)))
+            case Binary(op=op, lhs=x, rhs=y):
+                return _scalar(interp_ops.binary(op, self._eval(x, f), self._eval(y, f), None))
+            case Cast(to=t, arg=x):
+                return _scalar(interp_ops.cast(self._eval(x, f), t, None))
+            case Cond(cond=c, if_true=x, if_false=y):
+                return self._eval(x, f) if bool(self._eval(c, f)) else self._eval(y, f)
+            case Intrinsic(name=n, args=args) if args:
+                return _scalar(interp_ops.math(n, [self._eval(a, f) for a in args]))
+        raise HostError(f"the host cannot evaluate {type(e).__name__} (helper calls and "
+                        "thread intrinsics belong in parallel loops)", e.loc)
+
+    def _array(self, a: Var, f: Frame, loc: Loc | None) -> np.ndarray[Any, Any]:
+        arr = f.get_var(a)
+        if not isinstance(arr, np.ndarray):
+            raise HostError(f"array '{a.name}' is not allocated", loc)
+        return arr
+
+    def _index(self, a: Var, arr: np.ndarray[Any, Any], idx: list[Any],
+               loc: Loc | None) -> tuple[int, ...]:
+        assert isinstance(a.type, ArrayType)
+        out = []
+        for d, (i, lo) in enumerate(zip(idx, a.type.lower, strict=True)):
+            k = int(i) - lo
+            if not 0 <= k < arr.shape[d]:
+                raise HostError(f"index {int(i)} of '{a.name}' (dimension {d}) is out of "
+                                f"bounds {lo}:{lo + arr.shape[d] - 1}", loc)
+            out.append(k)
+        return tuple(out)
+
+    # --------------------------------------------------------------- statements
+    def stmt(self, s: HostStmt, f: Frame) -> None:
+        if isinstance(s, (Launch, Sync)):
+            try:
+                if isinstance(s, Launch):
+                    self.device.launch(self.eval, s, f)
+                else:
+                    self.device.sync(f)
+            except StopRequest as stop:
+                raise _Leave("stop", stop.code) from None
+            except FusionRefused as refusal:  # a fused kernel's launch conditions (LEG-14)
+                refusal.loc = refusal.loc or s.loc
+                raise
+            return
+        self.device.before(s, f)
+        match s:
+            case HAssign(var=v, value=e):
+                f.set_var(v, self.eval(e, f))
+            case HStore(array=a, index=idx, value=e):
+                arr = self._array(a, f, s.loc)
+                arr[self._index(a, arr, [self.eval(i, f) for i in idx], s.loc)] = \
+                    self.eval(e, f)
+            case Block(stmts=ss):
+                for x in ss:
+                    self.stmt(x, f)
+            case HIf(cond=c, then=t, else_=e):
+                if bool(self.eval(c, f)):
+                    self.stmt(t, f)
+                elif e is not None:
+                    self.stmt(e, f)
+            case HFor():
+                self._for(s, f)
+            case Break():
+                raise _Leave("break")
+            case Continue():
+                raise _Leave("continue")
+            case HReturn():
+                raise _Leave("return")
+            case HStop(code=c):
+                raise _Leave("stop", c)
+            case ParFor():
+                self._parfor(s, f)
+            case CallProc():
+                self._call(s, f)
+            case Output():
+                self._output(s, f)
+            case Input(vars=vs):
+                for v in vs:
+                    try:
+                        x = next(self.inputs)
+                    except StopIteration:
+                        raise HostError("read past the end of the input", s.loc) from None
+                    f.set_var(v, self._convert(v, x))
+            case Allocate():
+                self._allocate(s, f)
+            case Deallocate(array=a):
+                old = f.get_var(a)
+                if old is None:
+                    raise HostError(f"array '{a.name}' is not allocated", s.loc)
+                self.device.forget(old)
+                f.set_var(a, None)
+            case PointerAssoc(pointer=p, target=t):
+                f.set_var(p, f.get_var(t))
+            case _:
+                raise HostError(f"not a host statement: {type(s).__name__}")
+
+    def _for(self, s: HFor, f: Frame) -> None:
+        start = int(self.eval(s.start, f))
+        stop = int(self.eval(s.stop, f))
+        step = 1 if s.step is None else int(self.eval(s.step, f))
+        if step == 0:
+            raise HostError("a loop step of zero", s.loc)
+        own = Frame({s.var: np.int32(start)}, f)
+        i = start
+        while (i <= stop) if step > 0 else (i >= stop):
+            own.own[s.var] = np.int32(i)
+            try:
+                self.stmt(s.body, own)
+            except _Leave as leave:
+                if leave.kind == "break":
+                    break
+                if leave.kind != "continue":
+                    raise
+            i += step
+
+    def _parfor(self, s: ParFor, f: Frame) -> None:
+        key = id(s)
+        if key not in self.kernels:
+            self.kernels[key] = parfor_kernel(s, self.program.helpers)
+        k, host = self.kernels[key]
+        starts = [int(self.eval(ix.start, f)) for ix in s.indices]
+        extents = [int(self.eval(ix.stop, f)) - a + 1 for ix, a in
+                   zip(s.indices, starts, strict=True)]
+        if min(extents) <= 0:
+            return
+        total = int(np.prod(extents))
+        args: dict[str, Any] = {}
+        for p, v in zip(k.params, host, strict=False):
+            val = f.get_var(v)
+            if p.is_array and not isinstance(val, np.ndarray):
+                raise HostError(f"array '{v.name}' is not allocated", s.loc)
+            args[p.name] = val
+        rank = len(s.indices)
+        for p, x in zip(k.params[len(host):], [*starts, *extents], strict=True):
+            args[p.name] = np.int32(x)
+        assert len(k.params) == len(host) + 2 * rank
+        result = run_kernel(k, args, total, check_races=self.check_races)
+        if result.stopped:
+            t = int(np.flatnonzero(result.stop_codes)[0])
+            raise _Leave("stop", int(result.stop_codes[t]))
+
+    def _call(self, s: CallProc, f: Frame) -> None:
+        proc: Procedure = self.procs[s.proc]
+        own: dict[Var, Any] = {}
+        back: list[tuple[Var, Var]] = []
+        for p, a in zip(proc.params, s.args, strict=True):
+            if p.var.is_array:
+                if not (isinstance(a, Ref) and a.var.is_array):
+                    raise HostError(f"argument for '{p.var.name}' must be an array", s.loc)
+                own[p.var] = f.get_var(a.var)
+            elif p.intent in (Intent.IN, Intent.VALUE):
+                own[p.var] = p.var.scalar.dtype.type(self.eval(a, f))
+            else:
+                if not isinstance(a, Ref):
+                    raise HostError(f"argument for {p.intent} dummy '{p.var.name}' must be "
+                                    "a variable", s.loc)
+                own[p.var] = f.get_var(a.var) if p.intent is Intent.INOUT else _zero(p.var)
+                back.append((p.var, a.var))
+        frame = Frame(own, self.globals)
+        self._declare(proc.decls, frame)
+        try:
+            self.stmt(proc.body, frame)
+        except _Leave as leave:
+            if leave.kind != "return":
+                raise
+        for dummy, actual in back:
+            f.set_var(actual, own[dummy])
+
+    def _output(self, s: Output, f: Frame) -> None:
+        for key, value in s.specifiers:
+            if key in ("iostat",) and isinstance(value, Ref):
+                f.set_var(value.var, value.var.scalar.dtype.type(0))
+        line = " ".join(_format(self.eval(x, f)) for x in s.items)
+        self.output.append(line)
+        if self.echo:
+            print(line)
+
+    def _allocate(self, s: Allocate, f: Frame) -> None:
+        a = s.array
+        assert isinstance(a.type, ArrayType)
+        if isinstance(f.get_var(a), np.ndarray):
+            raise HostError(f"array '{a.name}' is already allocated", s.loc)
+        shape = []
+        for d, (b, lo) in enumerate(zip(s.dims, a.type.lower, strict=True)):
+            if b.lower is None:
+                n = int(self.eval(b.upper, f))
+            else:
+                lo_given = int(self.eval(b.lower, f))
+                if lo_given != lo:
+                    raise HostError(f"'{a.name}' is declared with lower bound {lo} in "
+                                    f"dimension {d}, allocated from {lo_given}", s.loc)
+                n = int(self.eval(b.upper, f)) - lo + 1
+            shape.append(max(n, 0))
+        check_bytes(math.prod(shape) * a.type.elem.dtype.itemsize,
+                    f"allocating '{a.name}' ({'x'.join(map(str, shape))} elements)", s.loc)
+        arr = np.zeros(tuple(shape), a.type.elem.dtype)
+        self.device.fresh_zero(arr)
+        f.set_var(a, arr)
+
+
+def _scalar(v: Any) -> Any:
+    return v[()] if isinstance(v, np.ndarray) else v
+
+
+def _format(x: Any) -> str:
+    if isinstance(x, (np.floating, float)):
+        return repr(float(x)) if isinstance(x, np.float64) else str(x)
+    if isinstance(x, np.ndarray):
+        return " ".join(_format(y) for y in x.ravel())
+    return str(x.item() if isinstance(x, np.generic) else x)
+
+
+def run_program(program: Program, preset: Mapping[str, Any] | None = None, *,
+                inputs: Iterable[Any] = (), backend: Backend | None = None,
+                check_races: bool = True, echo: bool = False,
+                device: Backend | None = None) -> HostResult:
+    """Run ``program`` on the host (HP-13); parallel loops on the reference interpreter.
+    With ``device``, launches run on that backend with device-resident arrays (OFF-3)."""
+    return HostInterp(program, inputs=inputs, backend=backend, check_races=check_races,
+                      echo=echo, device=device).run(preset)
+
+
+__all__ = ["Frame", "HostError", "HostInterp", "HostResult", "check_program", "parfor_kernel",
+           "run_program"]

@@ -1,0 +1,413 @@
+"""Launching a loop nest in tiles, in rows, or flat (specs/tiling.md, TIL-1 … TIL-11).
+
+A :class:`Nest` is the body of a parallel loop nest of two or more dimensions (outermost
+loop first) over kernel parameters. :func:`tile_nest` makes one kernel that can number
+the iterations either way:
+
+* **tiled** — block ``b`` covers a tile of 32 iterations of the dimension the stores are
+  contiguous in (the loop variable of their last index) by ``block / 32`` iterations of the
+  next dimension (the loop variable of their second-to-last index, or the next loop in loop
+  order when the stores do not agree); the block index numbers the tiles, the remaining
+  dimensions outermost; the thread count counts whole tiles;
+* **flat** — thread ``t`` is iteration ``t``, the contiguous dimension fastest.
+
+The host chooses (:func:`choose_launch`): flat when whole tiles would pad the nest by more
+than a quarter, tiled otherwise, and tells the kernel through a hidden ``bool`` parameter.
+All thread arithmetic is 64-bit; a padded thread returns after comparing its zero-based
+coordinates with the extents and before adding any lower bound.
+
+:func:`row_nest` makes the kernel of the **rows** numbering (TIL-10, TIL-11): block ``b``
+covers ``block`` consecutive iterations of the contiguous dimension at one place of the
+others, so a thread's place along that dimension is its thread index plus a number the
+whole block shares, and every other coordinate is the block's. It has no flat branch: the
+host launches the nest's flat kernel instead when whole rows would pad too much (a uniform
+branch on a flag was measured to stop PoCL's work-group vectorizer, TIL-11).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+import attrs
+
+from sarek_py.ir.diagnostics import SarekError
+from sarek_py.ir.host.evaluate import host_eval
+from sarek_py.ir.nodes import (
+    Assign,
+    Binary,
+    BinaryOp,
+    Cast,
+    Const,
+    Expr,
+    If,
+    Intrinsic,
+    Kernel,
+    Let,
+    Ref,
+    Return,
+    Stmt,
+    Store,
+    Var,
+    iter_stmts,
+    seq,
+    var,
+)
+from sarek_py.ir.typeof import scalar_type_of
+from sarek_py.ir.types import Scalar
+from sarek_py.ir.visit import free_vars, fresh_name, var_names
+
+#: iterations of the contiguous dimension in one tile (a warp's worth)
+TILE = 32
+#: whole tiles may pad the nest by at most this fraction before the host numbers flat
+MAX_PADDING = 0.25
+#: whole rows may pad the nest by at most this fraction (TIL-11): as many padded threads
+#: as iterations
+MAX_ROW_PADDING = Fraction(1)
+
+
+class TilingRefused(SarekError):
+    """A nest that cannot be launched in tiles (one dimension, or a reduction)."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(f"{message} ({rule})")
+        self.rule = rule
+
+
+@attrs.frozen
+class Loop:
+    """One loop of a nest: ``for var = lower to upper`` (inclusive bounds)."""
+
+    var: Var
+    lower: Expr
+    upper: Expr
+
+
+@attrs.frozen
+class Nest:
+    """A parallel loop nest to launch: name and parameters of the kernel, the loops
+    (outermost first), the body run once per iteration, and the kernel's locals."""
+
+    name: str
+    params: tuple[Var, ...]
+    loops: tuple[Loop, ...]
+    body: Stmt
+    locals: tuple[Var, ...] = ()
+
+
+@attrs.frozen
+class TiledKernel:
+    """The kernel of a nest and what the host needs to launch it."""
+
+    kernel: Kernel
+    nest: Nest
+    contiguous: int  # index in nest.loops of the dimension the stores are contiguous in
+    next: int  # index of the second tile dimension
+    flat_param: str  # the hidden bool parameter: true = number the iterations flat
+
+
+@attrs.frozen
+class TileChoice:
+    """The host's decision for one launch."""
+
+    tiled: bool
+    thread_count: int  # 64-bit: whole tiles (tiled) or iterations (flat)
+    block: int
+    padding: float  # padded / total - 1 of whole tiles (0 when there is no iteration)
+
+
+def _loop_of(e: Expr, loops: tuple[Loop, ...]) -> int | None:
+    """The one loop whose variable index expression ``e`` uses, if exactly one."""
+    used = [i for i, lp in enumerate(loops) if lp.var in free_vars(e)]
+    return used[0] if len(used) == 1 else None
+
+
+def tile_dims(nest: Nest) -> tuple[int, int]:
+    """The contiguous and the next dimension of a nest (TIL-2, TIL-3), as loop indices."""
+    loops = nest.loops
+    if len(loops) < 2:
+        raise TilingRefused("TIL-1", f"nest {nest.name} has one dimension: nothing to tile")
+    # a store into the kernel's own (private, per-thread) array is no result of the nest
+    private = set(nest.locals)
+    stores = [s for s in iter_stmts(nest.body) if isinstance(s, Store)
+              and s.array not in private]
+    loop_vars = {lp.var for lp in loops}
+    for s in stores:
+        used: set[Var] = set()
+        for ix in s.index:
+            used |= free_vars(ix) & loop_vars
+        if used != loop_vars:
+            raise TilingRefused(
+                "TIL-1", f"nest {nest.name} has a reduction: the store into {s.array.name} does "
+                "not use every loop variable")
+    lasts = {_loop_of(s.index[-1], loops) for s in stores}
+    contiguous = lasts.pop() if len(lasts) == 1 and None not in lasts else len(loops) - 1
+    assert contiguous is not None
+    seconds = {_loop_of(s.index[-2], loops) for s in stores if len(s.index) >= 2}
+    nxt = seconds.pop() if len(seconds) == 1 and None not in seconds else None
+    if nxt is None or nxt == contiguous:
+        # the next one in loop order: the loop just outside the contiguous one, or inside
+        nxt = contiguous - 1 if contiguous > 0 else 1
+    return contiguous, nxt
+
+
+def _c64(v: int) -> Const:
+    return Const(v, Scalar.I64)
+
+
+def _i64(e: Expr) -> Expr:
+    return e if scalar_type_of(e) is Scalar.I64 else Cast(Scalar.I64, e)
+
+
+def _bin(op: BinaryOp, a: Expr, b: Expr) -> Binary:
+    return Binary(op, a, b)
+
+
+def _bind_loop_vars(loops: tuple[Loop, ...], z: list[Var], body: Stmt) -> Stmt:
+    """``body`` under each loop variable bound to its lower bound plus its zero-based
+    coordinate ``z`` (converted to the variable's type: checked against its extent
+    first, TIL-6, TIL-7)."""
+    for lp, zd in reversed(list(zip(loops, z, strict=True))):
+        zc: Expr = Ref(zd) if lp.var.scalar is Scalar.I64 else Cast(lp.var.scalar, Ref(zd))
+        body = Let(lp.var, _bin(BinaryOp.ADD, lp.lower, zc), body)
+    return body
+
+
+def _bind_extents(loops: tuple[Loop, ...], ext: list[Var], body: Stmt) -> Stmt:
+    """``body`` under each extent ``upper - lower + 1``, in ``i64`` (TIL-7)."""
+    for lp, n in reversed(list(zip(loops, ext, strict=True))):
+        body = Let(n, _bin(BinaryOp.ADD, _bin(BinaryOp.SUB, _i64(lp.upper), _i64(lp.lower)),
+                           _c64(1)), body)
+    return body
+
+
+def _taken(nest: Nest) -> set[str]:
+    """The names the kernel of ``nest`` already uses (parameters, locals, loop variables,
+    every variable of the body): its own new names avoid them, so that its printed text
+    reads back the same (a ``let`` never hides a parameter the body reads)."""
+    return ({p.name for p in nest.params} | {v.name for v in nest.locals}
+            | {lp.var.name for lp in nest.loops} | var_names(nest.body))
+
+
+def tile_nest(nest: Nest) -> TiledKernel:
+    """The kernel that runs ``nest`` tiled or flat, as the host says (TIL-4 … TIL-7)."""
+    contiguous, nxt = tile_dims(nest)
+    loops = nest.loops
+    taken = _taken(nest)
+    flat_name = "tiles_flat"
+    while flat_name in taken:
+        flat_name += "_"
+    taken.add(flat_name)
+    flat = var(flat_name, Scalar.BOOL)
+    k = len(loops)
+    # dimension order for numbering: contiguous fastest, then next, then the others
+    # from the innermost outwards
+    order = [contiguous, nxt] + [d for d in reversed(range(k)) if d not in (contiguous, nxt)]
+    ext = [var(fresh_name(f"n_{lp.var.name}", taken), Scalar.I64) for lp in loops]
+    z = [var(fresh_name(f"z_{lp.var.name}", taken), Scalar.I64, mutable=True) for lp in loops]
+    t = var(fresh_name("thread", taken), Scalar.I64)
+    rest = var(fresh_name("rest", taken), Scalar.I64, mutable=True)
+
+    def split(skip: int) -> list[Stmt]:
+        """Assign z[d] for the dimensions in ``order`` past the first ``skip`` ones from
+        ``rest`` (row-major, the earlier in ``order`` the faster)."""
+        out: list[Stmt] = []
+        for d in order[skip:]:
+            out.append(Assign(z[d], _bin(BinaryOp.MOD, Ref(rest), Ref(ext[d]))))
+            out.append(Assign(rest, _bin(BinaryOp.DIV, Ref(rest), Ref(ext[d]))))
+        return out
+
+    # flat: thread t is iteration t; threads past the iteration count return
+    flat_branch = seq(Assign(rest, Ref(t)), *split(0))
+    # tiled: tile coordinates from the block index, place in the tile from the thread index
+    tx = _bin(BinaryOp.MOD, _i64(Intrinsic("thread_idx_x")), _c64(TILE))
+    ty = _bin(BinaryOp.DIV, _i64(Intrinsic("thread_idx_x")), _c64(TILE))
+    rows = _bin(BinaryOp.DIV, _i64(Intrinsic("block_dim_x")), _c64(TILE))
+    tiles_c = var(fresh_name("tiles_c", taken), Scalar.I64)
+    tiles_n = var(fresh_name("tiles_n", taken), Scalar.I64)
+    tiled_branch = Let(
+        tiles_c, _bin(BinaryOp.DIV, _bin(BinaryOp.ADD, Ref(ext[contiguous]), _c64(TILE - 1)),
+                      _c64(TILE)),
+        Let(tiles_n, _bin(BinaryOp.DIV, _bin(BinaryOp.SUB, _bin(BinaryOp.ADD, Ref(ext[nxt]),
+                                                                    rows), _c64(1)), rows),
+            seq(Assign(rest, _i64(Intrinsic("block_idx_x"))),
+                Assign(z[contiguous], _bin(BinaryOp.ADD, _bin(
+                    BinaryOp.MUL, _bin(BinaryOp.MOD, Ref(rest), Ref(tiles_c)), _c64(TILE)), tx)),
+                Assign(rest, _bin(BinaryOp.DIV, Ref(rest), Ref(tiles_c))),
+                Assign(z[nxt], _bin(BinaryOp.ADD, _bin(
+                    BinaryOp.MUL, _bin(BinaryOp.MOD, Ref(rest), Ref(tiles_n)), rows), ty)),
+                Assign(rest, _bin(BinaryOp.DIV, Ref(rest), Ref(tiles_n))),
+                *split(2))))
+    # a padded thread returns: some coordinate is past its extent, or (flat) rest > 0
+    outside: Expr = _bin(BinaryOp.GT, Ref(rest), _c64(0))
+    for d in range(k):
+        outside = _bin(BinaryOp.OR, outside, _bin(BinaryOp.GE, Ref(z[d]), Ref(ext[d])))
+    # only then are the lower bounds added: lower + z <= upper cannot overflow
+    body = _bind_loop_vars(loops, z, nest.body)
+    main = seq(
+        If(Ref(flat), flat_branch, tiled_branch),
+        If(outside, Return()),
+        body,
+    )
+    main = _bind_extents(loops, ext, main)
+    main = Let(t, _bin(BinaryOp.ADD, _bin(BinaryOp.MUL, _i64(Intrinsic("block_idx_x")),
+                                          _i64(Intrinsic("block_dim_x"))),
+                       _i64(Intrinsic("thread_idx_x"))), main)
+    kernel = Kernel(nest.name, (*nest.params, flat), (*nest.locals, *z, rest), main)
+    return TiledKernel(kernel, nest, contiguous, nxt, flat_name)
+
+
+def choose_launch(tk: TiledKernel, extents: tuple[int, ...], block: int = 256) -> TileChoice:
+    """Tiled when whole tiles pad the nest by at most a quarter, flat otherwise (TIL-5)."""
+    total = 1
+    for n in extents:
+        total *= max(n, 0)
+    if total == 0:
+        return TileChoice(False, 0, block, 0.0)
+    rows = block // TILE
+    if block % TILE or rows < 1:
+        return TileChoice(False, total, block, 0.0)
+    padded = 1
+    for d, n in enumerate(extents):
+        if d == tk.contiguous:
+            padded *= -(-n // TILE) * TILE
+        elif d == tk.next:
+            padded *= -(-n // rows) * rows
+        else:
+            padded *= n
+    padding = padded / total - 1.0
+    if padded - total > total * MAX_PADDING:
+        return TileChoice(False, total, block, padding)
+    return TileChoice(True, padded, block, padding)
+
+
+def nest_extents(tk: TiledKernel, scalars: Mapping[str, Any]) -> tuple[int, ...]:
+    """The iteration count of each loop, evaluated on the host from the bounds."""
+    out = []
+    for lp in tk.nest.loops:
+        n = int(host_eval(lp.upper, scalars)) - int(host_eval(lp.lower, scalars)) + 1
+        out.append(max(n, 0))
+    return tuple(out)
+
+
+def tiled_args(tk: TiledKernel, args: Mapping[str, Any], block: int = 256,
+               force: bool | None = None) -> tuple[dict[str, Any], TileChoice]:
+    """The kernel's arguments (the hidden flag added) and the launch choice; ``force``
+    True/False overrides the choice (tiled/flat) for measurements and tests."""
+    choice = choose_launch(tk, nest_extents(tk, args), block)
+    if force is not None and force != choice.tiled:
+        total = 1
+        for n in nest_extents(tk, args):
+            total *= n
+        if force:
+            rows = block // TILE
+            padded = 1
+            for d, n in enumerate(nest_extents(tk, args)):
+                step = TILE if d == tk.contiguous else rows if d == tk.next else 1
+                padded *= -(-n // step) * step
+            choice = TileChoice(True, padded, block, padded / max(total, 1) - 1.0)
+        else:
+            choice = TileChoice(False, total, block, choice.padding)
+    full = dict(args)
+    full[tk.flat_param] = not choice.tiled
+    return full, choice
+
+
+@attrs.frozen
+class RowKernel:
+    """The rows kernel of a nest (TIL-10) and which loop is its contiguous dimension."""
+
+    kernel: Kernel
+    nest: Nest
+    contiguous: int
+
+
+def _positive(e: Expr) -> Expr:
+    """``max(e, 1)``: ``e`` itself wherever a thread runs (every extent of a launched nest
+    is at least 1), and a divisor the emitter can see is never zero (CG-21)."""
+    return Intrinsic("max", (e, _c64(1)))
+
+
+def row_nest(nest: Nest) -> RowKernel:
+    """The kernel that runs ``nest`` in rows of ``block`` iterations of its contiguous
+    dimension (TIL-10): block ``b`` is row-block ``b % rows_c`` of the place ``b / rows_c``
+    of the other dimensions (the next dimension fastest, then the others from the innermost
+    outwards); thread ``t`` of the block is at ``(b % rows_c) * block + t`` along the
+    contiguous dimension. Threads past an extent, and blocks past the last place, return
+    before any lower bound is added (TIL-6)."""
+    contiguous, nxt = tile_dims(nest)
+    loops = nest.loops
+    k = len(loops)
+    order = [nxt] + [d for d in reversed(range(k)) if d not in (contiguous, nxt)]
+    taken = _taken(nest)
+    ext = [var(fresh_name(f"n_{lp.var.name}", taken), Scalar.I64) for lp in loops]
+    z = [var(fresh_name(f"z_{lp.var.name}", taken), Scalar.I64) for lp in loops]
+    width = _i64(Intrinsic("block_dim_x"))
+    rows_c = var(fresh_name("rows_c", taken), Scalar.I64)
+    place = [var(fresh_name(f"place_{d}", taken), Scalar.I64) for d in range(k)]
+    # a thread outside the nest: past an extent, or its block past the last place
+    outside: Expr = _bin(BinaryOp.GT, Ref(place[order[-1]]), _c64(0))
+    for d in range(k):
+        outside = _bin(BinaryOp.OR, outside, _bin(BinaryOp.GE, Ref(z[d]), Ref(ext[d])))
+    body = _bind_loop_vars(loops, z, nest.body)
+    main: Stmt = seq(If(outside, Return()), body)
+    # the other coordinates from the block's place, the next dimension fastest; each
+    # place_d is what is left of the block index above dimension d
+    for pos in reversed(range(len(order))):
+        d = order[pos]
+        above = Ref(place[order[pos - 1]]) if pos > 0 else _bin(
+            BinaryOp.DIV, _i64(Intrinsic("block_idx_x")), _positive(Ref(rows_c)))
+        main = Let(z[d], _bin(BinaryOp.MOD, above, _positive(Ref(ext[d]))),
+                   Let(place[d], _bin(BinaryOp.DIV, above, _positive(Ref(ext[d]))), main))
+    main = Let(z[contiguous], _bin(BinaryOp.ADD, _bin(BinaryOp.MUL, _bin(
+        BinaryOp.MOD, _i64(Intrinsic("block_idx_x")), _positive(Ref(rows_c))), width),
+        _i64(Intrinsic("thread_idx_x"))), main)
+    main = Let(rows_c, _bin(BinaryOp.DIV, _bin(BinaryOp.SUB, _bin(
+        BinaryOp.ADD, Ref(ext[contiguous]), width), _c64(1)), width), main)
+    main = _bind_extents(loops, ext, main)
+    kernel = Kernel(nest.name, nest.params, nest.locals, main)
+    return RowKernel(kernel, nest, contiguous)
+
+
+def product(factors: Sequence[Expr]) -> Expr:
+    """``f0 * f1 * …`` (left to right) of one or more ``i64`` factors."""
+    out = factors[0]
+    for f in factors[1:]:
+        out = _bin(BinaryOp.MUL, out, f)
+    return out
+
+
+def row_count_expr(rk: RowKernel, extents: Sequence[Expr], block: int) -> Expr:
+    """The thread count of a rows launch as a host expression over the nest's extents
+    (``i64``, at least 0): whole rows of ``block`` along the contiguous dimension times
+    the other extents (TIL-10)."""
+    return product([_bin(BinaryOp.MUL, _bin(BinaryOp.DIV, _bin(BinaryOp.ADD, e, _c64(block - 1)),
+                                            _c64(block)), _c64(block))
+                    if d == rk.contiguous else e for d, e in enumerate(extents)])
+
+
+def rows_pad_too_much_expr(rk: RowKernel, extents: Sequence[Expr], block: int) -> Expr:
+    """TIL-11 as a host expression: the flat kernel runs instead when nothing runs, or
+    when whole rows pad the nest by more than ``MAX_ROW_PADDING``:
+    ``total == 0 || (rows - total) * den > total * num``."""
+    total = product(extents)
+    padded = row_count_expr(rk, extents, block)
+    num, den = MAX_ROW_PADDING.numerator, MAX_ROW_PADDING.denominator
+    return _bin(BinaryOp.OR, _bin(BinaryOp.EQ, total, _c64(0)),
+                _bin(BinaryOp.GT, _bin(BinaryOp.MUL, _bin(BinaryOp.SUB, padded, total),
+                                       _c64(den)), _bin(BinaryOp.MUL, total, _c64(num))))
+
+
+def _known(extents: tuple[int, ...]) -> list[Expr]:
+    return [_c64(max(n, 0)) for n in extents]
+
+
+def row_count(rk: RowKernel, extents: tuple[int, ...], block: int = 256) -> int:
+    """:func:`row_count_expr` at known extents."""
+    return int(host_eval(row_count_expr(rk, _known(extents), block), {}))
+
+
+def rows_pad_too_much(rk: RowKernel, extents: tuple[int, ...], block: int = 256) -> bool:
+    """:func:`rows_pad_too_much_expr` at known extents."""
+    return bool(host_eval(rows_pad_too_much_expr(rk, _known(extents), block), {}))

@@ -1,0 +1,1 @@
+"""The host-program IR: launches, syncs, programs, their text and S-expression forms."""

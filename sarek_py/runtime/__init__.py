@@ -1,0 +1,76 @@
+"""Runtimes behind one interface: ``interp``, ``opencl``, ``cuda`` (specs/launch.md).
+
+``get_backend(name)`` gives the (process-wide) backend of that name; ``"default"`` is cuda
+where a GPU is usable, else opencl, else the interpreter (LCH-15). A backend that cannot
+run here raises :class:`~sarek_py.ir.diagnostics.BackendUnavailable` with one sentence
+saying why.
+"""
+
+from __future__ import annotations
+
+from sarek_py.ir.diagnostics import BackendUnavailable
+from sarek_py.runtime.base import (
+    POISON_BYTE,
+    Backend,
+    DeviceArray,
+    LaunchError,
+    RunResult,
+    TransferStats,
+)
+
+BACKENDS = ("cuda", "opencl", "interp")
+
+_instances: dict[str, Backend] = {}
+_unavailable: dict[str, BackendUnavailable] = {}
+
+
+def _make(name: str) -> Backend:
+    if name == "interp":
+        from sarek_py.runtime.interp import InterpBackend
+
+        return InterpBackend()
+    if name == "opencl":
+        from sarek_py.runtime.opencl import OpenCLBackend
+
+        return OpenCLBackend()
+    from sarek_py.runtime.cuda import CudaBackend
+
+    return CudaBackend()
+
+
+def get_backend(name: str = "default") -> Backend:
+    """The backend called ``name`` (``cuda``, ``opencl``, ``interp`` or ``default``)."""
+    if name == "default":
+        for n in BACKENDS:
+            try:
+                return get_backend(n)
+            except BackendUnavailable:
+                continue
+        raise AssertionError("the interpreter is always available")
+    if name not in BACKENDS:
+        raise LaunchError(f"unknown backend {name!r} (choose one of {', '.join(BACKENDS)})")
+    if name in _unavailable:
+        raise _unavailable[name]
+    if name not in _instances:
+        try:
+            _instances[name] = _make(name)
+        except BackendUnavailable as exc:
+            _unavailable[name] = exc
+            raise
+    return _instances[name]
+
+
+def available_backends() -> list[str]:
+    """The names of the backends that can run here, in order of preference."""
+    out = []
+    for n in BACKENDS:
+        try:
+            get_backend(n)
+        except BackendUnavailable:
+            continue
+        out.append(n)
+    return out
+
+
+__all__ = ["BACKENDS", "POISON_BYTE", "Backend", "BackendUnavailable", "DeviceArray",
+           "LaunchError", "RunResult", "TransferStats", "available_backends", "get_backend"]

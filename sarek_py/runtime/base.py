@@ -1,0 +1,411 @@
+"""The interface every runtime implements: allocate, copy in, launch, sync, read back
+(specs/launch.md, LCH-8 … LCH-14).
+
+A backend owns device memory (:class:`DeviceArray`) and runs kernels on it. Launches do not
+wait; :meth:`Backend.sync` does. :meth:`Backend.run_kernel` is the whole round trip with the
+interpreter's signature: the numpy arrays passed are copied in, the kernel runs, and the
+arrays the kernel may store are copied back into them (updated in place).
+
+Write-discard: an array named in ``overwritten`` is not copied in (the kernel assigns every
+element before reading any) unless another array argument overlaps it; its device buffer
+is filled with a poison byte instead, so a kernel that wrongly reads it shows garbage.
+Every copy is counted in :class:`TransferStats`, so the saving is observable.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from sarek_py.ir.diagnostics import LaunchError as LaunchError
+from sarek_py.ir.effects import kernel_may_stop, kernel_writes
+from sarek_py.ir.nodes import Kernel, Var
+from sarek_py.ir.requires_check import check_requires
+from sarek_py.ir.types import ArrayType, Scalar
+from sarek_py.runtime.cache import kernel_facts
+
+if TYPE_CHECKING:
+    from sarek_py.runtime.limits import DeviceLimits
+
+#: the byte a discarded (not copied-in) or scratch buffer is filled with
+POISON_BYTE = 0xA5
+
+HostValue = NDArray[Any] | int | float | bool | np.generic
+
+
+@attrs.define
+class TransferStats:
+    """What a backend has moved: bytes copied in and out, bytes *not* copied in thanks to
+    write-discard, bytes set to zero on the device instead of copied in (LCH-19), device
+    bytes allocated, launches made; and what it has prepared (LCH-17): kernel sources
+    emitted and programs built (loaded) for launches."""
+
+    bytes_in: int = 0
+    bytes_out: int = 0
+    bytes_discarded: int = 0
+    bytes_zeroed: int = 0
+    bytes_allocated: int = 0
+    launches: int = 0
+    emits: int = 0
+    builds: int = 0
+
+    def reset(self) -> None:
+        self.bytes_in = self.bytes_out = self.bytes_discarded = self.bytes_zeroed = 0
+        self.bytes_allocated = self.launches = self.emits = self.builds = 0
+
+
+@attrs.define(eq=False)
+class DeviceArray:
+    """A buffer of device memory holding an array of ``shape`` and ``dtype``."""
+
+    handle: Any
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+
+@attrs.frozen(eq=False)
+class RunResult:
+    """What :meth:`Backend.run_kernel` returns: the stop code each launched thread reached
+    (0: did not stop), and the arrays read back from scratch buffers."""
+
+    stop_codes: NDArray[np.int32]
+    read_back: Mapping[str, NDArray[Any]] = attrs.field(factory=dict)
+
+
+def can_stop(kernel: Kernel) -> bool:
+    """Whether the kernel (or a helper it has) may run a ``stop`` (the effect summary,
+    EFF-3)."""
+    return kernel_may_stop(kernel)
+
+
+def written_arrays(kernel: Kernel) -> frozenset[str]:
+    """The array parameters the kernel may store into: stored directly, or passed to a
+    helper that stores into one of its own array parameters (EFF-3)."""
+    return kernel_writes(kernel)
+
+
+def check_args(kernel: Kernel, args: Mapping[str, Any]) -> dict[str, HostValue]:
+    """The arguments by parameter name, checked against the parameters' types: arrays of
+    the element dtype and rank, scalars converted to the parameter's numpy type."""
+    out: dict[str, HostValue] = {}
+    for p in kernel.params:
+        if p.name not in args:
+            raise LaunchError(f"kernel {kernel.name}: no argument for parameter {p.name}")
+        v = args[p.name]
+        if isinstance(p.type, ArrayType):
+            want = p.type.elem.dtype
+            if not isinstance(v, np.ndarray):
+                raise LaunchError(f"kernel {kernel.name}: argument {p.name} must be a numpy "
+                                  f"array of {want}, not {type(v).__name__}")
+            if v.dtype != want or v.ndim != p.type.rank:
+                raise LaunchError(
+                    f"kernel {kernel.name}: argument {p.name} must be a {p.type.rank}-d array "
+                    f"of {want}, not a {v.ndim}-d array of {v.dtype}")
+            for d, (n, c) in enumerate(zip(v.shape, p.type.shape, strict=True)):
+                if c is not None and n != c:
+                    raise LaunchError(f"kernel {kernel.name}: argument {p.name} has extent {n} "
+                                      f"in dimension {d}, the parameter says {c}")
+                if n > 2**31 - 1:
+                    raise LaunchError(f"kernel {kernel.name}: argument {p.name} has extent {n} "
+                                      f"in dimension {d}, more than an i32 length can hold")
+            out[p.name] = v
+        else:
+            if isinstance(v, np.ndarray):
+                raise LaunchError(f"kernel {kernel.name}: argument {p.name} must be a scalar")
+            out[p.name] = scalar_value(p.scalar, v, f"kernel {kernel.name}: argument {p.name}")
+    extra = set(args) - {p.name for p in kernel.params}
+    if extra:
+        raise LaunchError(f"kernel {kernel.name} has no parameter {sorted(extra)[0]}")
+    return out
+
+
+_INT_RANGE = {Scalar.I32: (-(2**31), 2**31 - 1), Scalar.I64: (-(2**63), 2**63 - 1)}
+
+
+def scalar_value(t: Scalar, v: Any, what: str) -> np.generic:
+    """``v`` as a numpy scalar of type ``t``, refusing values the type cannot hold."""
+    if t.is_int:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise LaunchError(f"{what} must be an integer ({t}), not {v!r}")
+        lo, hi = _INT_RANGE[t]
+        if not lo <= int(v) <= hi:
+            raise LaunchError(f"{what}: {v} does not fit {t}")
+        return t.dtype.type(int(v))
+    if t.is_float:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
+            raise LaunchError(f"{what} must be a number ({t}), not {v!r}")
+        return t.dtype.type(v)
+    if t is Scalar.BOOL:
+        if not isinstance(v, (bool, np.bool_)):
+            raise LaunchError(f"{what} must be a bool, not {v!r}")
+        return np.bool_(v)
+    raise LaunchError(f"{what}: a parameter of type {t} cannot be passed")
+
+
+def _same_view(a: NDArray[Any], b: NDArray[Any]) -> bool:
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+            and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype)
+
+
+@attrs.frozen(eq=False)
+class Pending:
+    """A launch started by :meth:`Backend.start` and not finished yet."""
+
+    kernel: Kernel
+    threads: int
+    dev_args: Mapping[str, DeviceArray | np.generic]
+    hosts: tuple[tuple[NDArray[Any], DeviceArray], ...]
+    written: frozenset[str]
+    status: DeviceArray | None
+    read_back: Mapping[str, int]
+
+
+class Backend(abc.ABC):
+    """A place to run kernels. Subclasses implement the primitives; the round trip
+    (:meth:`run_kernel`) is shared, so every backend copies, discards and counts alike."""
+
+    name: str = "?"
+    #: whether a kernel with a barrier needs a whole number of blocks (real devices do)
+    whole_blocks_for_barriers = True
+
+    def __init__(self) -> None:
+        self.stats = TransferStats()
+        #: fill discarded and scratch buffers with POISON_BYTE (tests rely on it)
+        self.poison = True
+        #: bounds-check every device access (CG-22); False is the benchmarks' opt-out
+        self.checked = True
+
+    def device_limits(self) -> DeviceLimits | None:
+        """The device's launch limits (LCH-21); ``None`` where the backend knows none."""
+        return None
+
+    def check_limits(self, kernel: Kernel, threads: Any, block: Any) -> tuple[int, int]:
+        """``(threads, block)`` checked against every launch's and the device's limits
+        before anything is allocated or launched (LCH-21)."""
+        from sarek_py.runtime.limits import check_limits
+
+        return check_limits(kernel, threads, block, self.device_limits())
+
+    # ---------------------------------------------------------------- primitives
+
+    @abc.abstractmethod
+    def _alloc(self, nbytes: int) -> Any: ...
+
+    @abc.abstractmethod
+    def _write(self, handle: Any, host: NDArray[Any]) -> None: ...
+
+    @abc.abstractmethod
+    def _read(self, handle: Any, host: NDArray[Any]) -> None:
+        """Copy the leading ``host.nbytes`` bytes of the buffer into contiguous ``host``."""
+
+    @abc.abstractmethod
+    def _fill(self, handle: Any, nbytes: int, byte: int) -> None: ...
+
+    @abc.abstractmethod
+    def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
+                threads: int, block: int, status: DeviceArray | None,
+                check_races: bool) -> None: ...
+
+    @abc.abstractmethod
+    def sync(self) -> None:
+        """Wait until every launch made so far has finished."""
+
+    # ------------------------------------------------------------------- interface
+
+    def allocate(self, shape: tuple[int, ...], dtype: np.dtype[Any] | type) -> DeviceArray:
+        dt = np.dtype(dtype)
+        arr = DeviceArray(None, tuple(int(n) for n in shape), dt)
+        arr.handle = self._alloc(arr.nbytes)
+        self.stats.bytes_allocated += arr.nbytes
+        return arr
+
+    def copy_in(self, dev: DeviceArray, host: NDArray[Any]) -> None:
+        """Copy the host array into the device buffer (same shape and dtype)."""
+        if host.shape != dev.shape or host.dtype != dev.dtype:
+            raise LaunchError(f"copy of a {host.dtype}{list(host.shape)} array into a "
+                              f"{dev.dtype}{list(dev.shape)} buffer")
+        if host.nbytes:
+            self._write(dev.handle, np.ascontiguousarray(host))
+        self.stats.bytes_in += host.nbytes
+
+    def copy_out(self, dev: DeviceArray, host: NDArray[Any], count: int | None = None) -> None:
+        """Copy the buffer into ``host`` (its leading ``count`` elements when given)."""
+        n = dev.size if count is None else count
+        if host.dtype != dev.dtype or host.size != n or n > dev.size:
+            raise LaunchError(f"read back of {n} elements of a {dev.dtype} buffer of "
+                              f"{dev.size} into a {host.dtype} array of {host.size}")
+        if n:
+            if host.flags.c_contiguous:
+                self._read(dev.handle, host)
+            else:
+                tmp = np.empty(host.shape, host.dtype)
+                self._read(dev.handle, tmp)
+                host[...] = tmp
+        self.stats.bytes_out += n * host.dtype.itemsize
+
+    def fill(self, dev: DeviceArray, byte: int) -> None:
+        if dev.nbytes:
+            self._fill(dev.handle, dev.nbytes, byte)
+
+    def launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
+               threads: int, block: int = 256, status: DeviceArray | None = None, *,
+               check_races: bool = True) -> None:
+        """Start ``threads`` threads in blocks of ``block`` (a count below one runs none);
+        returns without waiting. ``status`` is the stop-status buffer (one int32 per thread)
+        of a kernel that can stop."""
+        threads, block = self.check_limits(kernel, threads, block)  # LCH-21
+        check_requires(kernel, args, threads, block)  # a fused kernel's conditions (LEG-14)
+        if threads < 1:
+            return
+        if (self.whole_blocks_for_barriers and threads % block
+                and kernel_facts(kernel).has_barrier):
+            raise LaunchError(
+                f"kernel {kernel.name} has a barrier: its {threads} threads must fill whole "
+                f"blocks of {block} on the {self.name} backend (LCH-6)")
+        self.stats.launches += 1
+        self._launch(kernel, args, threads, block, status, check_races)
+
+    def run_kernel(
+        self,
+        kernel: Kernel,
+        args: Mapping[str, Any],
+        threads: int,
+        block: int = 256,
+        *,
+        check_races: bool = True,
+        overwritten: Collection[str] = (),
+        scratch: Mapping[str, int] | None = None,
+        read_back: Mapping[str, int] | None = None,
+    ) -> RunResult:
+        """Run ``kernel`` once, with the interpreter's semantics: arrays are copied in, the
+        arrays the kernel may store are copied back into the caller's arrays (start, sync,
+        finish). The keywords are those of :meth:`start`."""
+        pending = self.start(kernel, args, threads, block, check_races=check_races,
+                             overwritten=overwritten, scratch=scratch, read_back=read_back)
+        self.sync()
+        return self.finish(pending)
+
+    def start(
+        self,
+        kernel: Kernel,
+        args: Mapping[str, Any],
+        threads: int,
+        block: int = 256,
+        *,
+        check_races: bool = True,
+        overwritten: Collection[str] = (),
+        scratch: Mapping[str, int] | None = None,
+        read_back: Mapping[str, int] | None = None,
+    ) -> Pending:
+        """Copy in and launch, without waiting; :meth:`finish` after a :meth:`sync`.
+
+        ``overwritten`` names arrays the kernel assigns whole before reading (write-discard,
+        LCH-10); ``scratch`` maps a rank-1 array parameter to the number of elements of a
+        device-only buffer passed for it (LCH-11) — no host array is given for it — and
+        ``read_back`` to the number of leading elements to copy back (at most the size).
+        """
+        threads, block = self.check_limits(kernel, threads, block)  # LCH-21
+        scratch = dict(scratch or {})
+        read_back = dict(read_back or {})
+        for name in read_back:
+            if name not in scratch:
+                raise LaunchError(f"read_back names {name}, which is not a scratch buffer")
+        host_args = dict(args)
+        for name, size in scratch.items():
+            p = _param(kernel, name)
+            if not isinstance(p.type, ArrayType) or p.type.rank != 1:
+                raise LaunchError(f"scratch buffer {name} must be a rank-1 array parameter")
+            if name in host_args:
+                raise LaunchError(f"scratch buffer {name} is device-only: pass no host array")
+            if size < 0 or read_back.get(name, 0) > size or read_back.get(name, 0) < 0:
+                raise LaunchError(f"scratch buffer {name}: read_back {read_back.get(name)} "
+                                  f"must lie in 0..{size}")
+            host_args[name] = np.empty(size, p.type.elem.dtype)  # placeholder for the check
+        checked = check_args(kernel, host_args)
+        check_requires(kernel, checked, threads, block)  # before copies (LEG-14, LEG-15)
+        for name in overwritten:
+            p = _param(kernel, name)
+            if not isinstance(p.type, ArrayType):
+                raise LaunchError(f"overwritten names {name}, which is not an array")
+        facts = kernel_facts(kernel)
+        written = facts.written
+        dev_args: dict[str, DeviceArray | np.generic] = {}
+        hosts: list[tuple[NDArray[Any], DeviceArray]] = []
+        arrays = {n: v for n, v in checked.items() if isinstance(v, np.ndarray)
+                  and n not in scratch}
+        for name, v in checked.items():
+            if not isinstance(v, np.ndarray):
+                assert isinstance(v, np.generic)
+                dev_args[name] = v
+                continue
+            if name in scratch:
+                dev = self.allocate(v.shape, v.dtype)
+                if self.poison:
+                    self.fill(dev, POISON_BYTE)
+                dev_args[name] = dev
+                continue
+            shared = next((d for h, d in hosts if _same_view(h, v)), None)
+            if shared is not None:  # the same array passed twice: one buffer, as on the host
+                dev_args[name] = shared
+                continue
+            others = [o for n, o in arrays.items() if n != name and not _same_view(o, v)]
+            if any(np.shares_memory(v, o) for o in others):
+                raise LaunchError(f"kernel {kernel.name}: array argument {name} overlaps "
+                                  "another argument without being the same array")
+            dev = self.allocate(v.shape, v.dtype)
+            aliased = any(_same_view(o, v) for n, o in arrays.items() if n != name)
+            if name in overwritten and not aliased:
+                self.stats.bytes_discarded += v.nbytes
+                if self.poison:
+                    self.fill(dev, POISON_BYTE)
+            else:
+                self.copy_in(dev, v)
+            dev_args[name] = dev
+            hosts.append((v, dev))
+        status = None
+        if facts.can_stop and threads > 0:
+            status = self.allocate((threads,), np.int32)
+            self.copy_in(status, np.zeros(threads, np.int32))
+        self.launch(kernel, dev_args, threads, block, status, check_races=check_races)
+        return Pending(kernel, threads, dev_args, tuple(hosts), written, status, read_back)
+
+    def finish(self, pending: Pending) -> RunResult:
+        """After a :meth:`sync`: copy the arrays the kernel may have stored back into the
+        host arrays, the status buffer into the stop codes, and the scratch read-backs
+        into new arrays."""
+        for host, dev in pending.hosts:
+            names = [n for n, d in pending.dev_args.items() if d is dev]
+            if any(n in pending.written for n in names):
+                self.copy_out(dev, host)
+        codes = np.zeros(max(pending.threads, 0), np.int32)
+        if pending.status is not None:
+            self.copy_out(pending.status, codes)
+        backs: dict[str, NDArray[Any]] = {}
+        for name, count in pending.read_back.items():
+            buf = pending.dev_args[name]
+            assert isinstance(buf, DeviceArray)
+            out = np.empty(count, buf.dtype)
+            self.copy_out(buf, out, count)
+            backs[name] = out
+        return RunResult(codes, backs)
+
+
+def _param(kernel: Kernel, name: str) -> Var:
+    try:
+        return kernel.param(name)
+    except KeyError:
+        raise LaunchError(f"kernel {kernel.name} has no parameter {name}") from None

@@ -1,0 +1,55 @@
+"""The reference interpreter as a backend (specs/launch.md, LCH-12).
+
+Device memory is numpy arrays held by the backend; a launch runs
+:func:`sarek_py.ir.interp.run_kernel` on them at once (a launch that has finished early is
+still a launch that has not been waited for), and the stop codes it returns are written into
+the status buffer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from sarek_py.ir.nodes import Kernel
+from sarek_py.runtime.base import Backend, DeviceArray
+
+
+class InterpBackend(Backend):
+    """Runs kernels in the reference interpreter; always available."""
+
+    name = "interp"
+    whole_blocks_for_barriers = False  # the interpreter runs a partial last block exactly
+
+    def _alloc(self, nbytes: int) -> Any:
+        return np.zeros(nbytes, np.uint8)
+
+    def _write(self, handle: Any, host: NDArray[Any]) -> None:
+        handle[: host.nbytes] = host.reshape(-1).view(np.uint8)
+
+    def _read(self, handle: Any, host: NDArray[Any]) -> None:
+        host.reshape(-1).view(np.uint8)[...] = handle[: host.nbytes]
+
+    def _fill(self, handle: Any, nbytes: int, byte: int) -> None:
+        handle[:nbytes] = byte
+
+    def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
+                threads: int, block: int, status: DeviceArray | None,
+                check_races: bool) -> None:
+        from sarek_py.ir.interp import run_kernel  # the interpreter imports numpy only
+
+        views: dict[str, Any] = {}
+        for name, v in args.items():
+            if isinstance(v, DeviceArray):
+                views[name] = v.handle.view(v.dtype).reshape(v.shape)
+            else:
+                views[name] = v
+        res = run_kernel(kernel, views, threads, block, check_races=check_races)
+        if status is not None:
+            status.handle.view(np.int32)[:threads] = res.stop_codes
+
+    def sync(self) -> None:
+        pass

@@ -1,0 +1,94 @@
+"""Launch parameters checked against the device's limits before a launch (specs/launch.md,
+LCH-21).
+
+A launch a device cannot make is refused with a :class:`LaunchError` naming the launch
+parameter (thread count, block size, shared arrays) and the limit, before anything is
+allocated or enqueued: drivers answer such launches with a crash (PoCL: an assertion for
+too much local memory, SIGSEGV/SIGFPE for 2^32 work-items) rather than an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+
+from sarek_py.ir.diagnostics import LaunchError
+from sarek_py.ir.nodes import Kernel
+from sarek_py.ir.types import ArrayType, MemSpace, Scalar
+
+#: the most threads one launch may have: ``global_thread_id`` is an ``i32`` (the
+#: interpreter's limit too, INT-1)
+MAX_THREADS = 2**31 - 1
+
+
+@attrs.frozen
+class DeviceLimits:
+    """What one device allows: threads per block, blocks per launch (``None``: no own
+    limit), threads per launch in all (``None``: no own limit), shared memory per block in
+    bytes; ``device`` names it in messages, ``unit`` is its word for a thread."""
+
+    device: str
+    max_block: int
+    max_blocks: int | None
+    max_global: int | None
+    shared_bytes: int
+    unit: str = "threads"
+
+
+def shared_arrays(kernel: Kernel) -> list[tuple[str, int]]:
+    """The kernel's shared arrays and their sizes in bytes (``bool`` elements are bytes)."""
+    out = []
+    for v in kernel.locals:
+        t = v.type
+        if isinstance(t, ArrayType) and t.space is MemSpace.SHARED:
+            item = 1 if t.elem is Scalar.BOOL else t.elem.dtype.itemsize
+            out.append((v.name, t.size * item))
+    return out
+
+
+def _integer(kernel: Kernel, what: str, v: Any) -> int:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise LaunchError(f"kernel {kernel.name}: the {what} must be an integer, not {v!r}")
+    return int(v)
+
+
+def check_limits(kernel: Kernel, threads: Any, block: Any,
+                 limits: DeviceLimits | None) -> tuple[int, int]:
+    """``(threads, block)`` as ints, after checking them (and the kernel's shared memory)
+    against the limits every launch has and those of the device (``None``: none known)."""
+    threads = _integer(kernel, "thread count", threads)
+    block = _integer(kernel, "block size", block)
+    name = kernel.name
+    if block < 1:
+        raise LaunchError(f"kernel {name}: block size {block} is below one")
+    if threads > MAX_THREADS:
+        raise LaunchError(f"kernel {name}: thread count {threads} is more than {MAX_THREADS} "
+                          "(2^31 - 1), the most threads a launch can number "
+                          "(global_thread_id is an i32)")
+    if limits is None:
+        return threads, block
+    unit = limits.unit
+    if block > limits.max_block:
+        raise LaunchError(f"kernel {name}: block size {block} exceeds the device's limit of "
+                          f"{limits.max_block} {unit} ({limits.device})")
+    shared = shared_arrays(kernel)
+    total = sum(n for _, n in shared)
+    if total > limits.shared_bytes:
+        parts = ", ".join(f"{a}: {n} bytes" for a, n in shared)
+        raise LaunchError(f"kernel {name}: its shared arrays ({parts}) need {total} bytes, "
+                          f"more than the {limits.shared_bytes} bytes of shared memory a "
+                          f"block has ({limits.device})")
+    if threads < 1:
+        return threads, block
+    blocks = -(-threads // block)
+    if limits.max_blocks is not None and blocks > limits.max_blocks:
+        raise LaunchError(f"kernel {name}: thread count {threads} in blocks of {block} needs "
+                          f"{blocks} blocks, more than the device's limit of "
+                          f"{limits.max_blocks} ({limits.device})")
+    if limits.max_global is not None and blocks * block > limits.max_global:
+        raise LaunchError(f"kernel {name}: thread count {threads} in blocks of {block} needs "
+                          f"{blocks * block} {unit}, more than the device's limit of "
+                          f"{limits.max_global} ({limits.device})")
+    return threads, block

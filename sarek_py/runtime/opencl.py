@@ -1,0 +1,197 @@
+"""The OpenCL backend (PyOpenCL; PoCL on the CPU here) (specs/launch.md, LCH-13).
+
+Programs are built once per source with :data:`~sarek_py.codegen.opencl.BUILD_OPTIONS`
+(correctly rounded single-precision division and square root, no contraction, no fast
+math) and kept in a process-wide cache, since a PoCL build takes most of a second. Each
+kernel object is emitted once per backend (LCH-17): its source, ABI and ``cl.Kernel`` are
+cached, so a later launch of it only binds the arguments and enqueues.
+Launches go to an in-order queue and do not wait; :meth:`OpenCLBackend.sync` does, and
+then reads each launch's bounds-check record (CG-22, LCH-20). Launch parameters are checked
+against the device's limits first (LCH-21).
+``$SAREK_OPENCL_DEVICE`` picks a device whose platform or device name contains it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from sarek_py.codegen.cstyle import Emitted, emit
+from sarek_py.codegen.opencl import BUILD_OPTIONS, OPENCL
+from sarek_py.ir.diagnostics import BackendUnavailable
+from sarek_py.ir.nodes import Kernel
+from sarek_py.runtime.args import ArgPlan, arg_plan
+from sarek_py.runtime.base import Backend, DeviceArray, LaunchError
+from sarek_py.runtime.cache import KernelCache, LruCache
+from sarek_py.runtime.faults import FaultWatch
+from sarek_py.runtime.limits import DeviceLimits
+
+#: built programs by (context id, source): shared by every backend object of the process
+_PROGRAMS: LruCache[tuple[int, str], Any] = LruCache()
+
+
+def _import_cl() -> Any:
+    try:
+        import pyopencl
+    except ImportError:
+        raise BackendUnavailable(
+            "PyOpenCL is not installed (pip install pyopencl), so the opencl backend "
+            "cannot run.") from None
+    return pyopencl
+
+
+def _pick_device(cl: Any) -> Any:
+    try:
+        platforms = cl.get_platforms()
+    except Exception:  # pyopencl raises LogicError/RuntimeError without any ICD
+        platforms = []
+    want = os.environ.get("SAREK_OPENCL_DEVICE", "").lower()
+    found: list[Any] = []
+    for p in platforms:
+        try:
+            devices = p.get_devices()
+        except Exception:
+            continue
+        for d in devices:
+            if want and want not in (p.name + " " + d.name).lower():
+                continue
+            found.append(d)
+    if not found:
+        raise BackendUnavailable(
+            "no OpenCL platform with a device was found (install an OpenCL driver such as "
+            "the Debian package pocl-opencl-icd)." if not want else
+            f"no OpenCL device matches SAREK_OPENCL_DEVICE={want!r}.")
+    gpus = [d for d in found if d.type & cl.device_type.GPU]
+    return (gpus or found)[0]
+
+
+def _handle(d: DeviceArray) -> Any:
+    return d.handle
+
+
+class OpenCLBackend(Backend):
+    """Kernels as OpenCL C on the first OpenCL device (a GPU when there is one)."""
+
+    name = "opencl"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cl = _import_cl()
+        self.device = _pick_device(self.cl)
+        self.context = self.cl.Context([self.device])
+        self.queue = self.cl.CommandQueue(self.context)
+        self._kernels: LruCache[tuple[str, str], Any] = LruCache()
+        self._built_limits: LruCache[tuple[str, str], tuple[int, int]] = LruCache()
+        #: emitted, built kernels, checked (CG-22) and unchecked
+        self._checked: KernelCache[tuple[Emitted, Any, ArgPlan]] = KernelCache(
+            lambda k: self._compile(k, True))
+        self._unchecked: KernelCache[tuple[Emitted, Any, ArgPlan]] = KernelCache(
+            lambda k: self._compile(k, False))
+        dev = self.device
+        self.max_block = min(int(dev.max_work_group_size), int(dev.max_work_item_sizes[0]))
+        self._limits = DeviceLimits(
+            device=f"OpenCL device {dev.name}", max_block=self.max_block, max_blocks=None,
+            max_global=2 ** int(dev.address_bits) - 1, shared_bytes=int(dev.local_mem_size),
+            unit="work-items")
+        self.faults = FaultWatch(self._alloc, self._zero, self._read, self.queue.finish,
+                                 self._read_async)
+
+    def device_limits(self) -> DeviceLimits:
+        return self._limits
+
+    @property
+    def device_name(self) -> str:
+        return f"{self.device.platform.name}: {self.device.name}"
+
+    def program(self, source: str) -> Any:
+        """The built program of ``source`` (built once per context)."""
+        key = (id(self.context), source)
+        prg = _PROGRAMS.get(key)
+        if prg is None:
+            prg = self.cl.Program(self.context, source).build(options=list(BUILD_OPTIONS))
+            _PROGRAMS.put(key, prg)
+            self.stats.builds += 1
+        return prg
+
+    def compiled(self, kernel: Kernel) -> tuple[Emitted, Any, ArgPlan]:
+        """The emitted source and ABI of ``kernel``, its ``cl.Kernel`` (scalar argument
+        types declared, so binding the arguments is a packing, not a type inquiry) and its
+        argument plan, made at the first launch of this kernel object (LCH-17)."""
+        return (self._checked if self.checked else self._unchecked).get(kernel)
+
+    def _compile(self, kernel: Kernel, checked: bool) -> tuple[Emitted, Any, ArgPlan]:
+        em = emit(kernel, OPENCL, checked=checked)
+        self.stats.emits += 1
+        key = (em.source, em.abi.name)
+        k = self._kernels.get(key)
+        plan = arg_plan(em.abi, kernel, np.uint8)
+        if k is None:
+            k = getattr(self.program(em.source), em.abi.name)
+            # the same source has the same ABI, hence the same types: set once per object
+            k.set_scalar_arg_dtypes(list(plan.dtypes))
+            self._kernels.put(key, k)
+        return em, k, plan
+
+    def _alloc(self, nbytes: int) -> Any:
+        # an empty array still has the 8 bytes a checked access out of bounds reads (CG-22)
+        return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size=max(nbytes, 8))
+
+    def _write(self, handle: Any, host: NDArray[Any]) -> None:
+        self.cl.enqueue_copy(self.queue, handle, host, is_blocking=True)
+
+    def _read(self, handle: Any, host: NDArray[Any]) -> None:
+        self.cl.enqueue_copy(self.queue, host, handle, is_blocking=True)
+
+    def _fill(self, handle: Any, nbytes: int, byte: int) -> None:
+        self.cl.enqueue_fill_buffer(self.queue, handle, np.uint8(byte), 0, nbytes)
+
+    def _zero(self, handle: Any, nbytes: int) -> None:
+        self.cl.enqueue_fill_buffer(self.queue, handle, np.int32(0), 0, nbytes)
+
+    def _read_async(self, handle: Any, host: NDArray[Any]) -> None:
+        self.cl.enqueue_copy(self.queue, host, handle, is_blocking=False)
+
+    def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
+                threads: int, block: int, status: DeviceArray | None,
+                check_races: bool) -> None:
+        em, k, plan = self.compiled(kernel)
+        self._check_built(kernel, em, k, block)
+        fault = self.faults.arm(kernel.name, em.abi)
+        try:
+            k.set_args(*plan.values(args, threads, status, _handle, fault))
+            blocks = -(-threads // block)
+            self.cl.enqueue_nd_range_kernel(self.queue, k, (blocks * block,), (block,))
+        except BaseException:
+            if fault is not None:
+                self.faults.forget()
+            raise
+        self.faults.launched()
+
+    def _check_built(self, kernel: Kernel, em: Emitted, k: Any, block: int) -> None:
+        """The built kernel's own limits (LCH-21): its largest work-group and the local
+        memory it uses, as the driver reports them (asked once per source)."""
+        key = (em.source, em.abi.name)
+        known = self._built_limits.get(key)
+        if known is None:
+            info = self.cl.kernel_work_group_info
+            known = (int(k.get_work_group_info(info.WORK_GROUP_SIZE, self.device)),
+                     int(k.get_work_group_info(info.LOCAL_MEM_SIZE, self.device)))
+            self._built_limits.put(key, known)
+        most, local = known
+        if block > most:
+            raise LaunchError(f"kernel {kernel.name}: block size {block} exceeds the "
+                              f"built kernel's limit of {most} work-items "
+                              f"({self._limits.device})")
+        if local > self._limits.shared_bytes:
+            raise LaunchError(f"kernel {kernel.name}: the built kernel uses {local} bytes of "
+                              f"local memory, more than the {self._limits.shared_bytes} "
+                              f"bytes a work-group has ({self._limits.device})")
+
+    def sync(self) -> None:
+        """Wait for every launch, then raise the first out-of-bounds fault (LCH-20)."""
+        self.queue.finish()
+        self.faults.check()
