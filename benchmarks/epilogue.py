@@ -27,8 +27,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches  # noqa: E402
+from sarek_py.fusion.epilogue.sequence import fuse_launches  # noqa: E402
 from sarek_py.ir.diagnostics import BackendUnavailable  # noqa: E402
+from sarek_py.ir.host.launch import KernelLaunch  # noqa: E402
 from sarek_py.ir.parser import parse_module  # noqa: E402
 from sarek_py.runtime import get_backend  # noqa: E402
 
@@ -87,7 +88,7 @@ def main() -> int:
 
     def bind(lc: KernelLaunch) -> dict[str, object]:
         return {k: (dev[v] if isinstance(v, str) else np.asarray(v)[()])
-                for k, v in lc.args.items()}
+                for k, v in lc.by_name.items()}
 
     def run(launches: list[KernelLaunch]) -> Callable[[], None]:
         bound = [(lc, bind(lc)) for lc in launches]

@@ -22,9 +22,10 @@ from sarek_py.frontend import (
     kernel,
     pipeline,
 )
-from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
+from sarek_py.fusion.epilogue.sequence import fuse_launches
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.diagnostics import SarekError
+from sarek_py.ir.host.launch import KernelLaunch, Launch
 from sarek_py.ir.nodes import HelperFunc, Kernel, Module, Var
 from sarek_py.ir.parser import parse_file, parse_module
 from sarek_py.ir.printer import print_kernel, print_module
@@ -38,6 +39,7 @@ __all__ = [
     "KernelLaunch",
     "HelperFunc",
     "Kernel",
+    "Launch",
     "MemSpace",
     "Module",
     "Pipeline",

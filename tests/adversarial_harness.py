@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sarek_py.cli.opt_program import LOOP_TRANSFORMS, run_passes
+from sarek_py.cli.opt import LOOP_TRANSFORMS, run_passes
 from sarek_py.codegen.cstyle import CodegenError
 from sarek_py.fusion.loops.fusion import FusionOptions, PairReport, fuse_program
 from sarek_py.host.backend import run_program_on

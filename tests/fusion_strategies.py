@@ -22,7 +22,7 @@ import attrs
 import numpy as np
 from hypothesis import strategies as st
 
-from sarek_py.fusion.epilogue.sequence import KernelLaunch
+from sarek_py.ir.host.launch import KernelLaunch
 from sarek_py.ir.nodes import Assign as _Assign
 from sarek_py.ir.nodes import (
     Binary,
@@ -109,7 +109,7 @@ class Case:
 
 def bind(launch: KernelLaunch, bufs: Mapping[str, np.ndarray]) -> dict[str, object]:
     """The launch's arguments with buffer names replaced by the arrays of ``bufs``."""
-    return {k: (bufs[v] if isinstance(v, str) else v) for k, v in launch.args.items()}
+    return {k: (bufs[v] if isinstance(v, str) else v) for k, v in launch.by_name.items()}
 
 
 def run_launches(launches: list[KernelLaunch] | tuple[KernelLaunch, ...],

@@ -650,6 +650,6 @@ def test_cli_opt_offload_rows_on_stdin_reparses(capsys: pytest.CaptureFixture[st
 
 
 def _clear_sources() -> None:
-    from sarek_py.cli import main as cli
+    from sarek_py.cli.loading import forget_sources
 
-    cli._SOURCES.clear()
+    forget_sources()

@@ -28,10 +28,12 @@ import numpy as np
 import pytest
 from numpy.lib.stride_tricks import as_strided
 
-from sarek_py.fusion.epilogue.fuse_kernels import consumer, fuse
-from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
+from sarek_py.fusion.epilogue.consumer import consumer
+from sarek_py.fusion.epilogue.fuse_kernels import fuse
+from sarek_py.fusion.epilogue.sequence import fuse_launches
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.diagnostics import BackendUnavailable, SarekError
+from sarek_py.ir.host.launch import KernelLaunch
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import (
     Binary,
@@ -91,9 +93,9 @@ def _run(launches: Sequence[KernelLaunch], backend: Any = None) -> None:
     for lc in launches:
         assert isinstance(lc.threads, int)
         if backend is None:
-            run_kernel(lc.kernel, dict(lc.args), lc.threads, lc.block)
+            run_kernel(lc.kernel, dict(lc.by_name), lc.threads, lc.block)
         else:
-            backend.run_kernel(lc.kernel, dict(lc.args), lc.threads, lc.block)
+            backend.run_kernel(lc.kernel, dict(lc.by_name), lc.threads, lc.block)
 
 
 def storages(n: int, names: str = "ABCD", seed: int = 3) -> dict[str, np.ndarray]:
@@ -413,7 +415,7 @@ def test_leg12_in_place_symbolic_counts() -> None:
                                     args = {k: st[v] if isinstance(v, str) else
                                             v if isinstance(v, float) else
                                             int(host_eval(v, env))  # type: ignore[arg-type]
-                                            for k, v in lc.args.items()}
+                                            for k, v in lc.by_name.items()}
                                     run_kernel(lc.kernel, args,
                                                int(host_eval(lc.threads, env)),  # type: ignore[arg-type]
                                                lc.block)
@@ -832,7 +834,7 @@ def test_leg6_consumer_count_must_fit_ep_tc(tc: int, fuses: bool) -> None:
     if fuses:
         (f,) = new
         a = np.zeros(1, np.float32)
-        check_args(f.kernel, {k: a if isinstance(v, str) else v for k, v in f.args.items()})
+        check_args(f.kernel, {k: a if isinstance(v, str) else v for k, v in f.by_name.items()})
     else:
         assert d.rule == "LEG-6" and "ep_tc" in (d.reason or ""), str(d)
 
@@ -855,7 +857,7 @@ def test_leg6_symbolic_consumer_count_past_i32_is_refused_at_launch() -> None:
     a = np.zeros(1, np.float32)
     for value, ok in ((2**31 - 1, True), (2**31, False)):
         args = {k: a if isinstance(v, str) else int(host_eval(v, {"N": value}))  # type: ignore[arg-type]
-                for k, v in f.args.items()}
+                for k, v in f.by_name.items()}
         if ok:
             check_args(f.kernel, args)
         else:

@@ -21,12 +21,13 @@ from fusion_strategies import run_launches, same_bits
 from sarek_py.analysis.affine.queries import AffineForm, Dnf, StoreSite, covers_exactly_once, ge0
 from sarek_py.codegen import emit_opencl
 from sarek_py.fusion.epilogue.legality import index_slice
-from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches, is_symbolic
+from sarek_py.fusion.epilogue.sequence import fuse_launches
 from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
 from sarek_py.host.interp import run_program
 from sarek_py.host.offload import offload
 from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.ir.host.evaluate import host_eval
+from sarek_py.ir.host.launch import KernelLaunch, is_symbolic
 from sarek_py.ir.host.text import parse_program, print_program
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import Binary, BinaryOp, Const, Intrinsic, Kernel, Ref, var
@@ -481,7 +482,7 @@ kernel double(y : f32[], z : f32[]) =
             return int(host_eval(v, {"n": k})) if is_symbolic(v) else v  # type: ignore[arg-type]
 
         return KernelLaunch(lc.kernel, val(lc.threads), lc.block,  # type: ignore[arg-type]
-                            {a: val(v) for a, v in lc.args.items()})  # type: ignore[misc]
+                            {a: val(v) for a, v in lc.by_name.items()})  # type: ignore[misc]
 
     def interp(k: Kernel, args: dict[str, object], threads: int, block: int) -> None:
         run_kernel(k, args, threads, block)  # type: ignore[arg-type]

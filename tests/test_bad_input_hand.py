@@ -266,7 +266,8 @@ def test_lch23_fuse_launches_counts(threads: object, block: object,
                                    error: type[Exception] | None) -> None:
     """LCH-23: fuse_launches accepts numpy-integer counts and refuses floats, bools and
     out-of-range counts with a TypeError/ValueError (not an AssertionError)."""
-    from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
+    from sarek_py.fusion.epilogue.sequence import fuse_launches
+    from sarek_py.ir.host.launch import KernelLaunch
 
     p, c = _pair()
     x, t, y = (np.ones(8, np.float32) for _ in range(3))

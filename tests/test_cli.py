@@ -15,8 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sarek_py.cli import main as cli
-from sarek_py.cli.main import COMMANDS, command, main, make_inputs
+from sarek_py.cli import compare, loading
+from sarek_py.cli.inputs import make_inputs
+from sarek_py.cli.main import build_parser, main
+from sarek_py.cli.registry import COMMANDS, UsageError, command
 from sarek_py.ir.nodes import Module
 from sarek_py.ir.types import ArrayType
 
@@ -245,7 +247,7 @@ def test_cli6_cli7_examples_run_deterministically(
     """Every kernel of every example runs (integer scalars 16, multi-dimensional arrays
     16 x … x 16) and prints the same report twice; an example holding a host program runs
     as a program (CLI-11): one line per declared variable, the same twice."""
-    loaded = cli.load_any(str(example))
+    loaded = loading.load_any(str(example))
     if not isinstance(loaded, Module):
         first = run_cli(capsys, "run", example)
         assert first[0] == 0 and first[2] == "", first
@@ -438,10 +440,10 @@ def extra_command() -> Iterator[None]:
     @command("kernels", "list the kernels of a file", configure)
     def _kernels(args: argparse.Namespace) -> int:
         if args.fail == "usage":
-            raise cli.UsageError("no can do")
-        m = cli.load_module(args.file)
+            raise UsageError("no can do")
+        m = loading.load_module(args.file)
         if args.fail == "input":
-            cli.find_kernel(m, "absent", args.file)
+            loading.find_kernel(m, "absent", args.file)
         for k in m.kernels:
             print(k.name)
         return 0
@@ -515,13 +517,13 @@ def program(tmp_path: Path) -> Path:
 def test_cli10_load_any_dispatches_on_content(program: Path, files: dict[str, Path]) -> None:
     from sarek_py.ir.host.program import Program
 
-    loaded = cli.load_any(str(program))
+    loaded = loading.load_any(str(program))
     assert isinstance(loaded, Program) and loaded.name == "demo"
-    assert isinstance(cli.load_any(str(files["saxpy"])), Module)
-    assert isinstance(cli.load_any(str(ROOT / "examples" / "python" / "saxpy.py")), Module)
+    assert isinstance(loading.load_any(str(files["saxpy"])), Module)
+    assert isinstance(loading.load_any(str(ROOT / "examples" / "python" / "saxpy.py")), Module)
     # the kernel commands see the program's kernels
-    assert [k.name for k in cli.load_checked(str(program)).kernels] == ["twice"]
-    assert not cli.is_program_text("kernel k(x : f32[]) =\n  // program p\n  x[0] <- 1.0f\n")
+    assert [k.name for k in loading.load_checked(str(program)).kernels] == ["twice"]
+    assert not loading.is_program_text("kernel k(x : f32[]) =\n  // program p\n  x[0] <- 1.0f\n")
 
 
 def test_cli10_print_and_check_a_program(program: Path, tmp_path: Path,
@@ -625,7 +627,7 @@ def test_cli11_compare_a_program_reports_differences(program: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """CLI-1, CLI-11: a program whose runs differ on the two backends exits 1 and says
     where (the second backend is made to flip one element)."""
-    real = cli.run_program_args
+    real = compare.run_program_args
 
     def skewed(p: object, args: argparse.Namespace, backend: str) -> object:
         result = real(p, args, "interp")  # type: ignore[arg-type]
@@ -633,7 +635,7 @@ def test_cli11_compare_a_program_reports_differences(program: Path,
             result.values["a"][2] += 1
         return result
 
-    monkeypatch.setattr(cli, "run_program_args", skewed)
+    monkeypatch.setattr(compare, "run_program_args", skewed)
     code, out, _ = run_cli(capsys, "run", program, "--backend", "interp", "--compare", "other")
     assert code == 1
     assert out.splitlines()[-1] == ("  a: DIFFERENT: 1 of 6 elements differ (first at flat "
@@ -674,7 +676,7 @@ def test_cli10_emit_of_a_program_without_kernels(capsys: pytest.CaptureFixture[s
 
 
 def test_cli12_help_of_every_file_command_names_py(capsys: pytest.CaptureFixture[str]) -> None:
-    cli.build_parser()
+    build_parser()
     for name in sorted(set(COMMANDS) - {"kernels"}):
         code, out, _ = run_cli(capsys, name, "--help")
         assert code == 0 and out.startswith(f"usage: sarek-py {name}"), name
@@ -703,7 +705,7 @@ def test_cli12_py_files_work_where_sk_files_do(argv: list[str],
 
 
 def test_cli9_module_run_keeps_plugins() -> None:
-    """``python -m sarek_py.cli`` registers the plugins' subcommands too."""
+    """``python -m sarek_py.cli`` offers every subcommand with all its options (LAY-5)."""
     got = subprocess.run([sys.executable, "-m", "sarek_py.cli", "run", "--help"],
                          capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert got.returncode == 0 and "--compare" in got.stdout
@@ -773,7 +775,7 @@ DOC_EXAMPLES = doc_examples()
 
 def test_cli13_docs_have_examples_of_every_subcommand() -> None:
     """CLI-13: the page shows every registered subcommand at work."""
-    cli.build_parser()
+    build_parser()
     shown = {shlex.split(cmd)[1] for _, cmd, _, _ in DOC_EXAMPLES}
     assert shown == set(COMMANDS) - {"kernels"}
     assert len(DOC_EXAMPLES) >= 20

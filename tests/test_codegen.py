@@ -251,7 +251,7 @@ def test_cg7_literals_are_exact() -> None:
 def test_cg7_operators_and_casts_text() -> None:
     src = emit_opencl(kernel("int_ops"))
     assert "out[(long)i * out_len1 + 0] = a / b;" in src
-    assert "((int)((uint)a << 3)) >> 2" in src  # a may be negative: CG-18
+    assert "sarek_shl_i32(a, 3) >> 2" in src  # a may be negative: CG-18, CG-25
     assert "(a & 12) | (b ^ 5)" in src
     fl = emit_opencl(kernel("float_ops"))
     assert "(float)(int)(a * 100.0f)" in fl
@@ -264,10 +264,10 @@ def test_cg7_operators_and_casts_text() -> None:
 
 def test_cg8_math_functions() -> None:
     cu = emit_cuda(kernel("exact_math"))
-    # k[i] - 50 may overflow: it is computed unsigned, and its abs may meet INT_MIN (CG-18)
+    # k[i] - 50 may overflow: it wraps (CG-18, CG-25), and its abs may meet INT_MIN
     for f in ("fminf(a, 0.25f)", "fmaxf(a, -0.25f)", "floorf(", "ceilf(", "fmin(d[i], 0.25)",
-              "min((int)((unsigned int)k[i] - 50u), 7)",
-              "sarek_abs_i32((int)((unsigned int)k[i] - 50u))", " abs(k[i] % 1000)"):
+              "min(sarek_sub_i32(k[i], 50), 7)",
+              "sarek_abs_i32(sarek_sub_i32(k[i], 50))", " abs(k[i] % 1000)"):
         assert f in cu, f
     cl = emit_opencl(kernel("exact_math"))
     assert ("fmin(a, 0.25f)" in cl and "(int)abs(k[i] % 1000)" in cl
@@ -463,17 +463,29 @@ def test_cg1_pragmas_from_the_table() -> None:
 
 def test_cg18_wrapping_arithmetic_text() -> None:
     cl = emit_opencl(kernel("wrapping"))
-    for text in ("(int)((uint)a + (uint)b);", "(int)((uint)a - (uint)b - 1u);",
-                 "(int)((uint)a * (uint)b * 3u);", "(int)-(uint)a;", "(int)((uint)a << 7);",
-                 "(int)((int)((uint)a + 1u) > a)", "h = (int)((uint)h * 65599u + (uint)b);",
-                 "(long)((ulong)p + (ulong)q);", "(long)-(ulong)p;", "(long)((ulong)p << 40L);"):
+    for text in ("= sarek_add_i32(a, b);", "= sarek_sub_i32(sarek_sub_i32(a, b), 1);",
+                 "= sarek_mul_i32(sarek_mul_i32(a, b), 3);", "= sarek_neg_i32(a);",
+                 "= sarek_shl_i32(a, 7);", "(int)(sarek_add_i32(a, 1) > a)",
+                 "h = sarek_add_i32(sarek_mul_i32(h, 65599), b);",
+                 "= sarek_add_i64(p, q);", "= sarek_neg_i64(p);", "= sarek_shl_i64(p, 40L);"):
         assert text in cl, text
+    # each named operation is defined once, through the unsigned type (CG-25)
+    for text in ("int sarek_add_i32(int a, int b) {\n  return (int)((uint)a + (uint)b);\n}",
+                 "int sarek_sub_i32(int a, int b) {\n  return (int)((uint)a - (uint)b);\n}",
+                 "int sarek_mul_i32(int a, int b) {\n  return (int)((uint)a * (uint)b);\n}",
+                 "int sarek_neg_i32(int x) {\n  return (int)-(uint)x;\n}",
+                 "int sarek_shl_i32(int a, int b) {\n  return (int)((uint)a << b);\n}",
+                 "long sarek_add_i64(long a, long b) {\n  return (long)((ulong)a + (ulong)b);\n}"):
+        assert cl.count(text) == 1, text
     assert ("int sarek_abs_i32(int x) {\n  return (int)(x < 0 ? 0u - (uint)x : (uint)x);\n}"
             in cl and "long sarek_abs_i64(long x)" in cl and "= sarek_abs_i32(a);" in cl)
     cu = emit_cuda(kernel("wrapping"))
-    assert "(int)((unsigned int)a + (unsigned int)b);" in cu
+    assert ("__device__ int sarek_add_i32(int a, int b) {\n"
+            "  return (int)((unsigned int)a + (unsigned int)b);\n}") in cu
     assert "__device__ long long sarek_abs_i64(long long x) {" in cu
-    assert "(long long)((unsigned long long)p * (unsigned long long)q * 3ULL);" in cu
+    assert ("__device__ long long sarek_mul_i64(long long a, long long b) {\n"
+            "  return (long long)((unsigned long long)a * (unsigned long long)b);\n}") in cu
+    assert "= sarek_mul_i64(sarek_mul_i64(p, q), 3LL);" in cu
     # provably in range: the plain signed operation stays (i < length(b, 0), a constant
     # loop, a length minus one, a bool converted to int)
     g = emit_opencl(kernel("grid2d"))
@@ -532,13 +544,13 @@ def test_cg18_nvcc_does_not_fold_overflow_away() -> None:
 def test_cg19_loop_forms() -> None:
     src = emit_opencl(kernel("loop_ends"))
     # the bound may be INT_MAX / INT_MIN / the i64 ends: never step past it
-    assert "if ((int)((uint)hi - 2u) <= hi) {\n      for (int j = (int)((uint)hi - 2u); ; j++) {" \
+    assert "if (sarek_sub_i32(hi, 2) <= hi) {\n      for (int j = sarek_sub_i32(hi, 2); ; j++) {" \
         in src
     assert "if (j == hi) break;" in src and "if (j_2 == lo) break;" in src
-    assert "for (long j_3 = (long)((ulong)hi64 - 2UL); ; j_3++)" in src
-    assert "for (long j_4 = (long)((ulong)lo64 + 2UL); ; j_4--)" in src
+    assert "for (long j_3 = sarek_sub_i64(hi64, 2L); ; j_3++)" in src
+    assert "for (long j_4 = sarek_add_i64(lo64, 2L); ; j_4--)" in src
     # a return inside the loop of a helper stays a return
-    assert "return (int)((uint)j - (uint)from + 1u);" in src
+    assert "return sarek_add_i32(sarek_sub_i32(j, from), 1);" in src
     # provably below the end: the plain loop (constant, length - 1, a helper's length)
     assert "for (int q = 0; q <= 3; q++)" in emit_opencl(kernel("grid2d"))
     assert "for (int j = from; j <= a_len0 - 1; j++)" in emit_opencl(kernel("helpers"))

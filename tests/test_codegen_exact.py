@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from sarek_py.cli import main as cli
+from sarek_py.cli.inputs import make_inputs
 from sarek_py.ir.diagnostics import BackendUnavailable, ParseError
 from sarek_py.ir.nodes import Kernel, Module
 from sarek_py.ir.parser import parse_file
@@ -95,7 +96,7 @@ def run_config(k: Kernel, example: bool = False) -> tuple[int, int, dict[str, tu
 def run_both(k: Kernel, be: Backend, seed: int = 1, example: bool = False) -> tuple[
         dict[str, Any], dict[str, Any], Any, Any]:
     threads, block, sizes = run_config(k, example)
-    inputs = cli.make_inputs(k, sizes, threads, seed)
+    inputs = make_inputs(k, sizes, threads, seed)
     ref, dev = copy.deepcopy(inputs), copy.deepcopy(inputs)
     r_ref = get_backend("interp").run_kernel(k, ref, threads, block)
     r_dev = be.run_kernel(k, dev, threads, block)
@@ -333,8 +334,9 @@ def test_cg19_loops_at_the_ends_of_the_type_on_opencl() -> None:
 
 
 def test_cg18_double_negation_is_not_a_decrement() -> None:
-    """CG-18: ``-(-a)`` in wrapping arithmetic is written ``-(-(uint)a)``, never ``--``
-    (C's decrement, which does not compile on a cast); found by ``make fuzz``. Bitwise the
+    """CG-18: ``-(-a)`` in wrapping arithmetic is written ``sarek_neg_i32(sarek_neg_i32(a))``
+    (CG-25), never ``--`` (C's decrement, which does not compile on a cast); found by
+    ``make fuzz``. Bitwise the
     interpreter's, INT_MIN included."""
     from sarek_py.codegen import emit_opencl
     from sarek_py.ir.nodes import Const, Kernel, Ref, Store, Unary, UnaryOp, var

@@ -22,7 +22,7 @@ OCLGRIND = shutil.which("oclgrind")
 
 SCRIPT = r"""
 import json, sys
-from sarek_py.cli import main as cli
+from sarek_py.cli.inputs import make_inputs
 from sarek_py.ir.parser import parse_file, parse_module
 from sarek_py.runtime import get_backend
 
@@ -31,7 +31,7 @@ print("device:", be.device_name, flush=True)
 for path, name, threads, block, sizes in json.loads(sys.argv[1]):
     k = parse_file(path).kernel(name)
     sizes = {n: tuple(v) for n, v in sizes.items()}
-    be.run_kernel(k, cli.make_inputs(k, sizes, threads, 1), threads, block)
+    be.run_kernel(k, make_inputs(k, sizes, threads, 1), threads, block)
     print("ran", name, flush=True)
 racy = parse_module('''
 kernel racy(x : f32[], n : i32) =

@@ -349,10 +349,8 @@ def test_lch20_frontend_kernel(tmp_path: Path) -> None:
 
 
 SAXPY_CHECKED = """\
-  const float y_value = a * (sarek_in1(sarek_oob, 1, i, x_len0) ? x[i] : 0) + (sarek_in1(sarek_oob, 2, i, y_len0) ? y[i] : 0);
-  if (sarek_in1(sarek_oob, 3, i, y_len0)) {
-    y[i] = y_value;
-  }
+  const float y_value = a * sarek_get1(x, 1, i, x_len0) + sarek_get1(y, 2, i, y_len0);
+  sarek_set1(y, 3, i, y_len0, y_value);
 }
 """
 
@@ -365,6 +363,12 @@ def test_cg22_checked_text_is_readable() -> None:
     assert em.source.endswith(SAXPY_CHECKED), em.source
     assert "bool sarek_in1(__global int* oob, int site, long i0, long n0) {" in em.source
     assert "atomic_cmpxchg(oob, 0, site) == 0" in em.source and "sarek_at1" not in em.source
+    # CG-28: the read and store of a global array are CG-22's conditional and `if`, once
+    assert ("#define sarek_get1(a, site, i0, n0) \\\n"
+            "  (sarek_in1(sarek_oob, site, i0, n0) ? (a)[(i0)] : 0)\n") in em.source
+    assert ("#define sarek_set1(a, site, i0, n0, v) \\\n"
+            "  do { if (sarek_in1(sarek_oob, site, i0, n0)) (a)[(i0)] = (v); } while (0)\n"
+            ) in em.source
     assert em.abi.args[-1].kind == "fault" and em.abi.fault_words == 6
     assert [(s.array, s.kind) for s in em.abi.sites] == [
         ("x", "read"), ("y", "read"), ("y", "store")]
@@ -379,8 +383,7 @@ def test_cg22_helpers_take_the_buffer_and_their_first_site() -> None:
     em = emit(MODULE.kernel("neighbour"), OPENCL)
     assert ("float peek(__global float* v, int v_len0, int k, __global int* sarek_oob, "
             "int sarek_site) {") in em.source
-    assert ("(sarek_in1(sarek_oob, sarek_site, (int)((uint)k + 1u), v_len0) ? "
-            "v[(int)((uint)k + 1u)] : 0)") in em.source
+    assert "sarek_get1(v, sarek_site, sarek_add_i32(k, 1), v_len0)" in em.source
     assert "peek(x, x_len0, i, sarek_oob, 1)" in em.source
     assert [(s.array, s.kind, s.helper) for s in em.abi.sites] == [
         ("x", "read", "peek"), ("out", "store", None)]
@@ -389,14 +392,13 @@ def test_cg22_helpers_take_the_buffer_and_their_first_site() -> None:
 def test_cg22_index_read_from_memory_is_computed_once() -> None:
     """CG-22: a store index that reads memory is a constant, checked, then used."""
     src = emit_opencl(MODULE.kernel("scatter"))
-    assert "const int out_at0 = (sarek_in1(sarek_oob, 1, i, idx_len0) ? idx[i] : 0);" in src
-    assert "if (sarek_in1(sarek_oob, 2, out_at0, out_len0)) {" in src
-    assert "out[out_at0] = i;" in src
+    assert "const int out_at0 = sarek_get1(idx, 1, i, idx_len0);" in src
+    assert "sarek_set1(out, 2, out_at0, out_len0, i);" in src
 
 
 def test_cg22_while_loop_ends_at_a_fault_unless_it_has_a_barrier() -> None:
     src = emit_opencl(MODULE.kernel("scan"))
-    assert "while (atomic_or(sarek_oob, 0) == 0 && ((sarek_in1(sarek_oob" in src
+    assert "while (atomic_or(sarek_oob, 0) == 0 && (sarek_get1(" in src
     assert "while (*(volatile int*)sarek_oob == 0 && (" in emit_cuda(MODULE.kernel("scan"))
     block = parse_file(ROOT / "examples" / "block_reduce.sk").kernel("block_sum")
     assert "while (stride > 0) {" in emit_opencl(block)
@@ -416,9 +418,9 @@ kernel k(out : f32[])
 """)
     src = emit_opencl(m.kernel("k"))
     assert "acc[q] = 1.0f;" in src and "acc[3]" in src and "s[7]" in src
-    assert "sarek_in1(sarek_oob, 1, 0, out_len0)" in src
-    # thread_idx_x % 8 lies in -7..7 for the range analysis: checked
-    assert "sarek_in1(sarek_oob" in src and "s[(int)get_local_id(0) % 8]" in src
+    assert "sarek_set1(out, 1, 0, out_len0, " in src
+    # thread_idx_x % 8 lies in 0..7 (a remainder of a non-negative value, CG-27): plain
+    assert "  s[(int)get_local_id(0) % 8] = acc[2];" in src and "sarek_in1(sarek_oob, 2" not in src
 
 
 def test_cg16_cg22_whole_file_is_one_translation_unit() -> None:
@@ -444,7 +446,7 @@ def test_cg22_checked_cuda_compiles_without_contraction(tmp_path: Path) -> None:
 def test_cg22_checked_and_unchecked_give_the_same_bytes() -> None:
     """CG-22, CG-15: guarded kernels give the interpreter's bytes checked and unchecked."""
     be = opencl_or_skip()
-    from sarek_py.cli import main as cli
+    from sarek_py.cli.inputs import make_inputs
     from sarek_py.ir.interp import run_kernel
 
     codegen = parse_file(ROOT / "tests" / "test_codegen_cases.sk")
@@ -453,7 +455,7 @@ def test_cg22_checked_and_unchecked_give_the_same_bytes() -> None:
     for name, n, sizes in runs:
         k = codegen.kernel(name)
         sizes = {**sizes, **({"n": (n,)} if any(p.name == "n" for p in k.params) else {})}
-        base = cli.make_inputs(k, sizes, n, 3)
+        base = make_inputs(k, sizes, n, 3)
         outs = []
         for checked in (None, True, False):
             args = {a: (v.copy() if isinstance(v, np.ndarray) else v) for a, v in base.items()}
@@ -514,7 +516,7 @@ def test_lch20_cuda_glue_reads_the_fault_record(monkeypatch: pytest.MonkeyPatch)
 
 OCLGRIND_SCRIPT = r"""
 import sys
-from sarek_py.cli import main as cli
+from sarek_py.cli.inputs import make_inputs
 from sarek_py.ir.diagnostics import InterpError
 from sarek_py.ir.parser import parse_file
 from sarek_py.runtime import get_backend
@@ -530,7 +532,7 @@ for name, threads, block, sizes in [
         ("scan", 30, 16, {"x": (7,)})]:  # (scatter's random indices race in bounds)
     k = m.kernel(name)
     try:
-        be.run_kernel(k, cli.make_inputs(k, sizes, threads, 1), threads, block)
+        be.run_kernel(k, make_inputs(k, sizes, threads, 1), threads, block)
         print("no fault", name, flush=True)
     except InterpError as e:
         print("fault", name, e.message, flush=True)
@@ -574,7 +576,7 @@ kernel k(x : f32[], c : i32[], out : f32[]) =
     src = emit_opencl(m.kernel("k"))
     assert src.count("bump(c, c_len0, i, sarek_oob, ") == 1
     assert "x[sarek_at1(sarek_oob, 3, bump(c, c_len0, i, sarek_oob, 1), x_len0)]" in src
-    assert "(sarek_in1(sarek_oob, 4, twice(i), x_len0) ? x[twice(i)] : 0)" in src
+    assert "sarek_get1(x, 4, twice(i), x_len0)" in src
     be = opencl_or_skip()
     c = np.zeros(1, np.int32)
     with pytest.raises(InterpError, match=r"out-of-bounds read of array 'x' at index \[1\d\]"):

@@ -5,24 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sarek_py.fusion.epilogue.fuse_kernels import (
-    GLOBAL_IDS,
-    THREAD_INTRINSICS,
-    Consumer,
-    accesses_expr,
-    accesses_stmt,
-    consumer,
-    consumer_shape,
-    ep_var,
-    fuse,
-    ids,
-    insert,
-    is_index,
-)
+from sarek_py.fusion.epilogue.accesses import accesses_expr, accesses_stmt, is_index
+from sarek_py.fusion.epilogue.consumer import Consumer, consumer, consumer_shape
+from sarek_py.fusion.epilogue.fuse_kernels import ep_var, fuse, ids, insert
 from sarek_py.fusion.refusal import FusionRefused, Incompatible
 from sarek_py.ir import intrinsics
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.interp import run_kernel
+from sarek_py.ir.intrinsics import GLOBAL_IDS, THREAD_INTRINSICS
 from sarek_py.ir.nodes import Const, Empty, If, Kernel, Let, Ref, Store, Var, iter_stmts
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.printer import print_kernel

@@ -192,7 +192,8 @@ def test_leg15_buffers_must_be_distinct() -> None:
 def test_leg15_same_groups_of_a_launch_fusion() -> None:
     """LEG-15: a fusion of launches that bound two producer parameters to one buffer
     requires exactly that; a copy in its place is refused."""
-    from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
+    from sarek_py.fusion.epilogue.sequence import fuse_launches
+    from sarek_py.ir.host.launch import KernelLaunch
 
     src = parse_module("""
 kernel add(x : f32[], u : f32[], y : f32[], n : i32) =
@@ -206,9 +207,9 @@ kernel add(x : f32[], u : f32[], y : f32[], n : i32) =
     assert rep[0].fused
     fk = new[0].kernel
     assert fk.requires is not None and fk.requires.same == (("p_x", "p_u"),)
-    run_kernel(fk, dict(new[0].args), N, 4)
+    run_kernel(fk, dict(new[0].by_name), N, 4)
     with pytest.raises(FusionRefused) as ei:
-        run_kernel(fk, {**new[0].args, "p_u": x.copy()}, N, 4)
+        run_kernel(fk, {**new[0].by_name, "p_u": x.copy()}, N, 4)
     assert ei.value.rule == "LEG-15" and "one buffer" in ei.value.reason
 
 
@@ -384,7 +385,8 @@ def test_ef9_leg13_fusing_a_fused_kernel_uses_its_buffer_groups() -> None:
     """EF-9 with LEG-13: a producer that requires ``p_x`` and ``p_w`` to be one buffer
     (proved so for its launches) writes ``p_w``; a consumer reading ``p_x`` reads what the
     producer writes, though under another name: refused."""
-    from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
+    from sarek_py.fusion.epilogue.sequence import fuse_launches
+    from sarek_py.ir.host.launch import KernelLaunch
 
     m = parse_module("""
 kernel twice_in_place(x : f32[], w : f32[], y : f32[], n : i32) =

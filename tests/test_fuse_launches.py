@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, assume, given, settings
 
 from sarek_py.codegen import emit_cuda
 from sarek_py.fusion.epilogue.fuse_kernels import fuse
-from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
+from sarek_py.fusion.epilogue.sequence import fuse_launches
 from sarek_py.ir.diagnostics import BackendUnavailable
+from sarek_py.ir.host.launch import KernelLaunch
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import Kernel
 from sarek_py.ir.parser import parse_module
@@ -92,7 +93,7 @@ def test_leg10_chain_fuses_and_keeps_the_rest() -> None:
     fused = new[0]
     check_kernel(fused.kernel)
     assert fused.threads == 53 and fused.block == 8
-    assert fused.args["ep_tc"] == 50 and fused.args["p_ep_tc"] == 50
+    assert fused.by_name["ep_tc"] == 50 and fused.by_name["p_ep_tc"] == 50
     assert str(report[0]) == "scale -> relu: fused into scale_relu"
     assert str(report[1]).startswith("scale_relu -> bias: fused into scale_relu_bias")
     assert_same(launches, new, buffers(), interp)
@@ -309,19 +310,20 @@ def test_leg12_symbolic_counts_fuse_and_run() -> None:
     """LEG-12: with n unknown, scale[n+3] -> relu[n] -> bias[n] is proved; scale[m] ->
     relu[n] is not. The fused launches, instantiated with values of n, give bitwise the
     buffers of the unfused ones."""
-    from sarek_py.fusion.epilogue.sequence import is_symbolic, program_segments
+    from sarek_py.fusion.epilogue.sequence import program_segments
     from sarek_py.ir.host.evaluate import host_eval
+    from sarek_py.ir.host.launch import is_symbolic
     from sarek_py.ir.host.text import parse_program
 
     segs = program_segments(parse_program(SYMBOLIC, "sym.sk"))
     assert len(segs) == 1 and segs[0].break_reason is None
     launches = list(segs[0].launches)
-    assert is_symbolic(launches[0].threads) and is_symbolic(launches[0].args["n"])
+    assert is_symbolic(launches[0].threads) and is_symbolic(launches[0].by_name["n"])
     new, report = fuse_launches(launches)
     assert [d.fused for d in report] == [True, True, False, False]
     assert report[3].rule == "LEG-12" and "scale" in (report[3].reason or "")
     fused = new[0]
-    assert is_symbolic(fused.args["ep_tc"])
+    assert is_symbolic(fused.by_name["ep_tc"])
 
     def concrete(lc: KernelLaunch, n: int) -> KernelLaunch:
         env = {"n": n, "m": n}
@@ -330,7 +332,7 @@ def test_leg12_symbolic_counts_fuse_and_run() -> None:
             return int(host_eval(v, env)) if is_symbolic(v) else v  # type: ignore[arg-type]
 
         return KernelLaunch(lc.kernel, val(lc.threads), lc.block,  # type: ignore[arg-type]
-                            {k: val(v) for k, v in lc.args.items()})  # type: ignore[misc]
+                            {k: val(v) for k, v in lc.by_name.items()})  # type: ignore[misc]
 
     for n in (1, 5, 64):
         before = [concrete(lc, n) for lc in launches[:3]]
@@ -407,15 +409,15 @@ kernel double(y : f32[], z : f32[]) =
     consumer = KernelLaunch(mod.kernel("double"), two_n, 8, {"y": "Y", "z": "Z"})
     new, report = fuse_launches([split, consumer])
     assert [d.fused for d in report] == [True]
-    from sarek_py.fusion.epilogue.sequence import is_symbolic
     from sarek_py.ir.host.evaluate import host_eval
+    from sarek_py.ir.host.launch import is_symbolic
 
     def concrete(lc: KernelLaunch, k: int) -> KernelLaunch:
         def val(v: object) -> object:
             return int(host_eval(v, {"n": k})) if is_symbolic(v) else v  # type: ignore[arg-type]
 
         return KernelLaunch(lc.kernel, val(lc.threads), lc.block,  # type: ignore[arg-type]
-                            {a: val(v) for a, v in lc.args.items()})  # type: ignore[misc]
+                            {a: val(v) for a, v in lc.by_name.items()})  # type: ignore[misc]
 
     for k in (1, 6, 33):
         rng = np.random.default_rng(k)

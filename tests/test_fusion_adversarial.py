@@ -14,8 +14,9 @@ from collections.abc import Mapping
 import numpy as np
 import pytest
 
-from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_pair
+from sarek_py.fusion.epilogue.sequence import fuse_pair
 from sarek_py.fusion.refusal import FusionRefused
+from sarek_py.ir.host.launch import KernelLaunch
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import Expr, Ref, var
 from sarek_py.ir.parser import parse_module
@@ -57,7 +58,7 @@ def _eval(e: object, env: Mapping[str, int]) -> int:
 
 def _run(lc: KernelLaunch, bufs: Mapping[str, np.ndarray], env: Mapping[str, int]) -> None:
     threads = lc.threads if isinstance(lc.threads, int) else _eval(lc.threads, env)
-    run_kernel(lc.kernel, _bind(lc.args, bufs, env), threads, lc.block)
+    run_kernel(lc.kernel, _bind(lc.by_name, bufs, env), threads, lc.block)
 
 
 def outcome(text: str, tp: int | Expr, tc: int | Expr, *,

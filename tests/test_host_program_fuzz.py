@@ -40,7 +40,7 @@ import numpy as np
 import pytest
 from test_printer_capture import same_meaning
 
-from sarek_py.cli.opt_program import run_passes
+from sarek_py.cli.opt import run_passes
 from sarek_py.fusion.passes import run_pipeline
 from sarek_py.host.interp import HostResult, run_program
 from sarek_py.ir.diagnostics import SarekError

@@ -31,8 +31,9 @@ from fusion_strategies import Case, cases
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
+from sarek_py.fusion.epilogue.sequence import fuse_launches
 from sarek_py.ir.diagnostics import BackendUnavailable, InterpError
+from sarek_py.ir.host.launch import KernelLaunch
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import (
     Binary,
@@ -142,7 +143,7 @@ class ViewCase:
         for n, lc in enumerate(self.launches):
             args: dict[str, Any] = {}
             for p in lc.kernel.params:
-                v = lc.args[p.name]
+                v = lc.by_name[p.name]
                 if isinstance(v, str):
                     kind, k = self.bind[(n, p.name)]
                     a = view_of(bases[v], owns[v], kind, k)
@@ -199,7 +200,7 @@ def view_cases(draw: st.DrawFn) -> ViewCase:
     plain_rate = draw(st.sampled_from([1, 2, 4]))  # how often an argument gets its own view
     bind: dict[tuple[int, str], tuple[str, int]] = {}
     for n, lc in enumerate(launches):
-        for prm, v in lc.args.items():
+        for prm, v in lc.by_name.items():
             if isinstance(v, str):
                 own = draw(st.integers(0, plain_rate)) != 0
                 kind = "own" if own else draw(st.sampled_from(VIEWS[1:]))
@@ -218,7 +219,7 @@ def interp(k: Kernel, args: dict[str, Any], threads: int, block: int) -> None:
 
 def run_all(launches: list[KernelLaunch], run: Run) -> None:
     for lc in launches:
-        run(lc.kernel, dict(lc.args), int(lc.threads), lc.block)  # type: ignore[call-overload]
+        run(lc.kernel, dict(lc.by_name), int(lc.threads), lc.block)  # type: ignore[call-overload]
 
 
 def check(vc: ViewCase, run: Run) -> str:
@@ -287,7 +288,7 @@ def test_leg1_leg7_ef12_view_pairs_opencl(vc: ViewCase) -> None:
 
 def test_views_cover_every_kind() -> None:
     """The view makers give what they say: sizes, overlap, one buffer or not."""
-    from sarek_py.fusion.epilogue.legality import buffer_key
+    from sarek_py.fusion.epilogue.buffers import buffer_key
 
     data = np.arange(8, dtype=np.float32)
     for kind in STORAGES:
@@ -327,8 +328,8 @@ def fused_launch_cases(draw: st.DrawFn) -> FusedLaunchCase:
     vc = draw(view_cases())
     p, c = vc.launches
     assume(c.kernel.name != "cbits")  # its int32 parameters cannot be shared with f32 ones
-    shared = {ck: pk for ck, cv in c.args.items() if isinstance(cv, str)
-              for pk, pv in p.args.items() if pv == cv}
+    shared = {ck: pk for ck, cv in c.by_name.items() if isinstance(cv, str)
+              for pk, pv in p.by_name.items() if pv == cv}
     alias = None
     if "out" not in shared and draw(st.integers(0, 3)) == 0:
         alias = (draw(st.sampled_from(["x", "y", "w"])),
@@ -355,9 +356,9 @@ def check_fused_launch(fc: FusedLaunchCase, run: Run) -> str:
     tc = max(0, int(c.threads) + fc.dtc)
 
     def numbers(lcs: list[KernelLaunch]) -> tuple[dict[str, Any], dict[str, Any]]:
-        pa = dict(lcs[0].args)
+        pa = dict(lcs[0].by_name)
         pa["n"] = max(0, int(pa["n"]) + fc.dn)
-        ca = {k: (pa[fc.shared[k]] if k in fc.shared else v) for k, v in lcs[1].args.items()}
+        ca = {k: (pa[fc.shared[k]] if k in fc.shared else v) for k, v in lcs[1].by_name.items()}
         if fc.alias is not None:
             target = pa[fc.alias[0]]
             ca["out"] = view_of(target, target, fc.alias[1], 2)

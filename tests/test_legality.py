@@ -19,9 +19,10 @@ from sarek_py.fusion.epilogue.legality import (
     exactly_once,
     index_slice,
 )
-from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
+from sarek_py.fusion.epilogue.sequence import fuse_launches
 from sarek_py.fusion.policy import Target, check_contraction, contraction_refusal, target
 from sarek_py.fusion.refusal import FusionRefused
+from sarek_py.ir.host.launch import KernelLaunch
 from sarek_py.ir.nodes import Binary, BinaryOp, Const, Expr, Intrinsic, Unary, UnaryOp, var
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.types import Scalar, array
@@ -57,7 +58,7 @@ def verdict(p_body: str, tp: int, tc: int, **kw: object) -> str | None:
 
 def test_leg1_launch_record_and_bindings() -> None:
     pl, cl = launches("  if i < n then y[i] <- x[i]", 10, 10, p_args={"n": 10})
-    assert pl.threads == 10 and pl.block == 8 and pl.args["y"] == "Y"
+    assert pl.threads == 10 and pl.block == 8 and pl.by_name["y"] == "Y"
     bad = KernelLaunch(cl.kernel, 10, 4, {"y": "Y"})
     with pytest.raises(FusionRefused) as ei:
         check_launches(pl, bad)
@@ -93,8 +94,8 @@ def test_leg1_buffer_identity_of_numpy_views() -> None:
 def test_leg2_affine_class(body: str, tp: int, tc: int, legal: bool) -> None:
     pl, cl = launches(body, tp, tc, p_args={"n": 10})
     pl = KernelLaunch(pl.kernel, pl.threads, pl.block,
-                      {**pl.args, "x": np.zeros(10, np.float32)})
-    cl = KernelLaunch(cl.kernel, cl.threads, cl.block, dict(cl.args))
+                      {**pl.by_name, "x": np.zeros(10, np.float32)})
+    cl = KernelLaunch(cl.kernel, cl.threads, cl.block, dict(cl.by_name))
     try:
         check_launches(pl, cl)
         got = True
@@ -392,7 +393,7 @@ def test_leg2_rebound_variable_forgets_its_value() -> None:
     g = Intrinsic("global_thread_id")
     body = seq(Let(t, g, Empty()),
                Let(t, Cast(Scalar.I32, Read(x, (g,))), Store(y, (Ref(t),), Const(1.0, Scalar.F32))))
-    bad = KernelLaunch(Kernel("p", k.params, (), body), 4, 4, pl.args)
+    bad = KernelLaunch(Kernel("p", k.params, (), body), 4, 4, pl.by_name)
     with pytest.raises(FusionRefused) as ei:
         index_slice(bad, "y", 4)
     assert ei.value.rule == "LEG-2"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sarek_py.cli.main import main
-from sarek_py.cli.opt_program import LoopOptionError, parse_transforms
+from sarek_py.cli.opt import LoopOptionError, parse_transforms
 from sarek_py.ir.host.text import parse_program
 
 EXAMPLE = str(Path(__file__).resolve().parent.parent / "examples" / "advection_diffusion.sk")

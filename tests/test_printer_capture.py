@@ -21,7 +21,7 @@ import attrs
 import numpy as np
 import pytest
 
-from sarek_py.cli.opt_program import run_passes
+from sarek_py.cli.opt import run_passes
 from sarek_py.host.interp import run_program
 from sarek_py.ir.host.program import Block, Program
 from sarek_py.ir.host.text import parse_program, print_program

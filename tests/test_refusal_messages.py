@@ -16,13 +16,15 @@ import pytest
 
 from sarek_py.cli.main import main
 from sarek_py.frontend import Vec, f32, global_thread_id, i32, kernel, pipeline
-from sarek_py.fusion.epilogue.fuse_kernels import consumer_shape, fuse
+from sarek_py.fusion.epilogue.consumer import consumer_shape
+from sarek_py.fusion.epilogue.fuse_kernels import fuse
 from sarek_py.fusion.epilogue.legality import check_launches
-from sarek_py.fusion.epilogue.sequence import Decision, KernelLaunch, fuse_launches
+from sarek_py.fusion.epilogue.sequence import Decision, fuse_launches
 from sarek_py.fusion.loops.fusion import FusionOptions, PairReport, fuse_program
 from sarek_py.fusion.loops.inline import inline_module
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.host.offload import OffloadError, offload
+from sarek_py.ir.host.launch import KernelLaunch
 from sarek_py.ir.host.program import Program
 from sarek_py.ir.host.text import parse_program
 from sarek_py.ir.interp import run_kernel
@@ -269,14 +271,14 @@ kernel relu2(tmp : f32[], y : f32[], n : i32) =
         launches = [KernelLaunch(k["scale"], size, 4, {"x": x, "tmp": tmp_a, "a": -1.5, "n": n}),
                     KernelLaunch(k["relu2"], n, 4, {"tmp": tmp_a, "y": y_a, "n": n})]
         for lc in launches:
-            run_kernel(lc.kernel, dict(lc.args), lc.threads, lc.block)  # type: ignore[arg-type]
+            run_kernel(lc.kernel, dict(lc.by_name), lc.threads, lc.block)  # type: ignore[arg-type]
         fused, report = fuse_launches(
             [KernelLaunch(k["scale"], size, 4, {"x": x, "tmp": tmp_b, "a": -1.5, "n": n}),
              KernelLaunch(k["relu2"], n, 4, {"tmp": tmp_b, "y": y_b, "n": n})])
         assert [d.fused for d in report] == [True], [str(d) for d in report]
         (f,) = fused
         check_kernel(f.kernel)
-        run_kernel(f.kernel, dict(f.args), f.threads, f.block)  # type: ignore[arg-type]
+        run_kernel(f.kernel, dict(f.by_name), f.threads, f.block)  # type: ignore[arg-type]
         assert tmp_a.tobytes() == tmp_b.tobytes() and y_a.tobytes() == y_b.tobytes()
 
 
@@ -630,7 +632,7 @@ begin
 
 def test_pp_swap_refusal_is_reported() -> None:
     """PP-2/PP-3: a swap refused is said in the notes (it was dropped silently)."""
-    from sarek_py.cli.opt_program import run_passes
+    from sarek_py.cli.opt import run_passes
 
     prog = parse_program(PROGRAM.format(body=(
         "\n    parallel for (i = 0 to n) do f[i] <- u[i] + u[i + 1] done;"
@@ -642,7 +644,7 @@ def test_pp_swap_refusal_is_reported() -> None:
 
 
 def test_pp3_swap_refusal_is_reported() -> None:
-    from sarek_py.cli.opt_program import run_passes
+    from sarek_py.cli.opt import run_passes
 
     prog = parse_program(PROGRAM.format(body=(
         "\n    parallel for (i = 0 to n) do f[i] <- u[i] + u[i + 1] done;"
@@ -744,9 +746,9 @@ def _run_copy_case(body: str) -> bool:
     if not report[0].fused:
         return False
     for lc in (pa, ca):
-        run_kernel(lc.kernel, dict(lc.args), lc.threads, lc.block)  # type: ignore[arg-type]
+        run_kernel(lc.kernel, dict(lc.by_name), lc.threads, lc.block)  # type: ignore[arg-type]
     (f,) = fused
-    run_kernel(f.kernel, dict(f.args), f.threads, f.block)  # type: ignore[arg-type]
+    run_kernel(f.kernel, dict(f.by_name), f.threads, f.block)  # type: ignore[arg-type]
     for key in bufs_a:
         assert bufs_a[key].tobytes() == bufs_b[key].tobytes(), (body, key)
     return True
@@ -787,11 +789,11 @@ def test_leg8_in_place_producer_fuses_exactly() -> None:
                     KernelLaunch(k["relu"], n, 8, {"tmp": xs, "y": ys, "n": n})]
 
         for lc in launches(xa, ya):
-            run_kernel(lc.kernel, dict(lc.args), lc.threads, lc.block)  # type: ignore[arg-type]
+            run_kernel(lc.kernel, dict(lc.by_name), lc.threads, lc.block)  # type: ignore[arg-type]
         new, report = fuse_launches(launches(xb, yb))
         assert [d.fused for d in report] == [True], [str(d) for d in report]
         for lc in new:
-            run_kernel(lc.kernel, dict(lc.args), lc.threads, lc.block)  # type: ignore[arg-type]
+            run_kernel(lc.kernel, dict(lc.by_name), lc.threads, lc.block)  # type: ignore[arg-type]
         assert xa.tobytes() == xb.tobytes() and ya.tobytes() == yb.tobytes()
 
 

@@ -21,6 +21,7 @@ from sarek_py.host.offload import offload
 from sarek_py.host.tiling import (
     Nest,
     TilingRefused,
+    row_blocks,
     row_count,
     row_nest,
     rows_pad_too_much,
@@ -77,7 +78,8 @@ def test_til10_rows_match_the_sequential_nest(shape: tuple[int, int], block: int
     assert count == n * -(-m // block) * block
     for be in backends():
         b = np.zeros(shape, np.float32)
-        be.run_kernel(rk.kernel, {"a": a, "b": b, "n": n, "m": m}, count, block)
+        be.run_kernel(rk.kernel, {"a": a, "b": b, "n": n, "m": m,
+                                  rk.rows_param: row_blocks(rk, shape, block)}, count, block)
         assert b.tobytes() == expect.tobytes(), (be.name, block)
 
 
@@ -90,7 +92,8 @@ def test_til10_three_dimensions_match(shape: tuple[int, int, int]) -> None:
     expect = a + np.arange(p, dtype=np.float64)[:, None, None]
     for be in backends():
         b = np.zeros(shape)
-        be.run_kernel(rk.kernel, {"a": a, "b": b, "p": p, "n": n, "m": m},
+        be.run_kernel(rk.kernel, {"a": a, "b": b, "p": p, "n": n, "m": m,
+                                  rk.rows_param: row_blocks(rk, shape, 128)},
                       row_count(rk, shape, 128), 128)
         assert b.tobytes() == expect.tobytes(), be.name
 
@@ -127,7 +130,8 @@ def test_til10_indices_near_the_top_of_i32_do_not_overflow() -> None:
     for be in backends():
         a = np.random.default_rng(1).standard_normal((3, 10)).astype(np.float32)
         b = np.zeros((3, 10), np.float32)
-        be.run_kernel(rk.kernel, {"a": a, "b": b, "n": 3, "m": 10},
+        be.run_kernel(rk.kernel, {"a": a, "b": b, "n": 3, "m": 10,
+                                  rk.rows_param: row_blocks(rk, (3, 10), 256)},
                       row_count(rk, (3, 10), 256), 256)
         assert (b == 2 * a + np.arange(3, dtype=np.float32)[:, None]).all(), be.name
 
@@ -147,7 +151,10 @@ def test_til10_counts_are_64_bit() -> None:
     rk = row_nest(nest2())
     assert row_count(rk, (70000, 70000), 256) == 70000 * 70144 > 2**32
     assert all(s.var.type is I64 for s in iter_stmts(rk.kernel.body)
-               if isinstance(s, Let) and s.var.name.startswith(("z_", "n_", "place", "rows")))
+               if isinstance(s, Let) and s.var.name.startswith(("z_", "n_")))
+    # the block's place is the quotient of two i32 (the block index, rows_c): TIL-12
+    assert all(s.var.type is I32 for s in iter_stmts(rk.kernel.body)
+               if isinstance(s, Let) and s.var.name.startswith("place"))
 
 
 # ----------------------------------------------------------------------------- TIL-11
@@ -264,7 +271,8 @@ def test_cg21_rows_kernel_tests_the_count_in_its_own_guard() -> None:
     for emit in (emit_opencl, emit_cuda):
         src = emit(rk.kernel)
         [line] = guard_lines(src)
-        assert re.match(r"if \(\(.*\) >= sarek_threads \|\| \(.*z_j >= n_j.*\)\) return;",
+        # the kernel's own test is on the iteration's 64-bit value (TIL-13)
+        assert re.match(r"if \(\(.*\) >= sarek_threads \|\| \(.*j_64 > .*\)\) return;",
                         line), line
         # the one test comes after the block's coordinates, before any array access
         body = src[src.index(line):]
@@ -272,7 +280,8 @@ def test_cg21_rows_kernel_tests_the_count_in_its_own_guard() -> None:
         # index their record `oob[…]`)
         start = max(src.find("__kernel void"), src.find("__global__ void"))
         head = src[start:src.index(line)]
-        assert "b[" not in head and "a[" not in head and "b[" in body
+        # (global accesses read as sarek_get/sarek_set, CG-28)
+        assert "(a, " not in head and "(b, " not in head and "sarek_set2(b, " in body
 
 
 def kernel_with_prefix(value: Expr) -> Kernel:
@@ -320,7 +329,7 @@ def test_cg21_memory_reads_and_calls_keep_the_test_first() -> None:
     src = emit_opencl(k)
     [line] = guard_lines(src)
     assert "||" not in line
-    assert src.index(line) < src.index("a[")
+    assert src.index(line) < src.index("= sarek_get1(a, 1, ")
 
 
 def test_cg21_merged_guard_gives_the_same_results() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sarek_py.cli import main as cli
+from sarek_py.cli.loading import read_source
 from sarek_py.cli.main import main
 from sarek_py.host.backend import count_parfors, run_program_on
 from sarek_py.ir.diagnostics import SarekError
@@ -259,4 +259,4 @@ def test_cli14_against_from_stdin_in_process(loops: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(LOOPS.encode())))
     code, out, err = run_cli(capsys, "run", loops, "--against", "-")
     assert code == 0 and "with - (on interp):" in out, err
-    assert cli.read_source("-") == LOOPS
+    assert read_source("-") == LOOPS

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sarek_py.host import runtime
+from sarek_py import runtime
 from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.typecheck import check_module
@@ -580,7 +580,8 @@ def test_lch18_launch_expressions_follow_their_inputs(
 
 
 def test_lch18_keys_hold_types_shapes_and_skip_floats() -> None:
-    from sarek_py.host.interp import Frame, HostInterp
+    from sarek_py.host.frame import Frame
+    from sarek_py.host.interp import HostInterp
     from sarek_py.ir.host.text import parse_program
     from sarek_py.ir.nodes import Binary, BinaryOp, Const, Length, Ref, var
     from sarek_py.ir.types import Scalar, array

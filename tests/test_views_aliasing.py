@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from sarek_py.frontend import Vec, f32, global_thread_id, i32, kernel, pipeline
-from sarek_py.fusion.epilogue.legality import buffer_key
-from sarek_py.fusion.epilogue.sequence import KernelLaunch, fuse_launches
+from sarek_py.fusion.epilogue.buffers import buffer_key
+from sarek_py.fusion.epilogue.sequence import fuse_launches
 from sarek_py.fusion.refusal import FusionRefused
+from sarek_py.ir.host.launch import KernelLaunch
 from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.parser import parse_module
 
@@ -40,7 +41,7 @@ M = parse_module(SRC, "views.sk")
 
 def _run(launches: list[KernelLaunch]) -> None:
     for lc in launches:
-        run_kernel(lc.kernel, dict(lc.args), lc.threads, lc.block)  # type: ignore[arg-type]
+        run_kernel(lc.kernel, dict(lc.by_name), lc.threads, lc.block)  # type: ignore[arg-type]
 
 
 def _both(make: object) -> tuple[list[np.ndarray], list[np.ndarray], list[str]]:
@@ -123,9 +124,9 @@ def test_leg15_fused_launch_refuses_overlapping_views() -> None:
     assert report[0].fused
     fk = new[0].kernel
     assert fk.requires is not None and fk.requires.same == ()
-    run_kernel(fk, dict(new[0].args), 10)  # type: ignore[arg-type]
+    run_kernel(fk, dict(new[0].by_name), 10)  # type: ignore[arg-type]
     for bad in (x[::-1], x[:5], x.view(np.int32).view(np.float32)[2:7]):
-        args = {**new[0].args, "c_z": bad}
+        args = {**new[0].by_name, "c_z": bad}
         with pytest.raises(FusionRefused) as ei:
             run_kernel(fk, args, 10)  # type: ignore[arg-type]
         assert ei.value.rule == "LEG-15" and "p_x" in ei.value.reason
@@ -179,7 +180,7 @@ def test_leg14_pipeline_fused_kernel_carries_and_meets_its_conditions() -> None:
         fe_lenk[10, 4](t, out)
     (lc,) = p.launches
     assert lc.kernel.requires is not None
-    args = dict(lc.args)
+    args = dict(lc.by_name)
     get_backend("interp").run_kernel(lc.kernel, args, 10, 4)
     with pytest.raises(FusionRefused) as ei:
         get_backend("interp").run_kernel(lc.kernel, {**args, "ep_tc": 11}, 10, 4)

@@ -310,7 +310,8 @@ class ProgramEffects:
                   if p in written and isinstance(a, Ref)}
         if s.stop_status is not None:
             writes.add(s.stop_status)
-        reads = expr_vars(s.thread_count, s.block_size, *s.args, *s.overwritten_if,
+        threads, block, args = s.host_exprs()
+        reads = expr_vars(threads, block, *args, *s.overwritten_if,
                           *(x.size for x in s.scratch))
         return StmtEffects(reads, frozenset(writes), may_stop=k.may_stop,
                            constructs=("launch",), helpers=k.calls)
@@ -353,8 +354,9 @@ def launch_host_reads(s: Launch) -> frozenset[Var]:
     """EFF-6: the arrays whose elements the host reads to start launch ``s``: its thread
     count, block size, scalar arguments, write-discard tests and scratch sizes are host
     expressions (its array arguments stay on the device; ``length`` reads no element)."""
-    exprs = [s.thread_count, s.block_size, *s.overwritten_if, *(x.size for x in s.scratch),
-             *(a for a in s.args if not (isinstance(a, Ref) and a.var.is_array))]
+    threads, block, args = s.host_exprs()
+    exprs = [threads, block, *s.overwritten_if, *(x.size for x in s.scratch),
+             *(a for a in args if not (isinstance(a, Ref) and a.var.is_array))]
     return frozenset(n.array for e in exprs for n in iter_nodes(e) if isinstance(n, Read))
 
 

@@ -27,11 +27,14 @@ from sarek_py.ir.nodes import (
     Intrinsic,
     Length,
     Ref,
+    Stmt,
     Unary,
     UnaryOp,
+    Var,
 )
 from sarek_py.ir.typeof import scalar_type_of
 from sarek_py.ir.types import Scalar
+from sarek_py.ir.visit import iter_exprs
 
 #: an inclusive interval of integer values
 Range = tuple[int, int]
@@ -114,13 +117,17 @@ def _range(e: Expr, env: Mapping[int, Range], t: Scalar) -> Range | None:
             return (-r[1], -r[0])
         case Binary(op=op, lhs=a, rhs=b) if op in (BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL):
             return _arith(op, int_range(a, env), int_range(b, env))
-        case Binary(op=BinaryOp.MOD, rhs=Const(value=int(c))) if c != 0:
-            ra = int_range(e.lhs, env)
-            m = abs(c) - 1
-            return (0 if ra[0] >= 0 else -m, m if ra[1] > 0 else 0)
-        case Binary(op=BinaryOp.DIV, rhs=Const(value=int(c))) if c > 0:
-            ra = int_range(e.lhs, env)
-            return (_tdiv(ra[0], c), _tdiv(ra[1], c))
+        case Binary(op=BinaryOp.MOD, lhs=a, rhs=b) if t.is_int:
+            # C's remainder: the dividend's sign, smaller in size than the divisor and
+            # than the dividend (a zero divisor is never computed: CG-7)
+            ra, rb = int_range(a, env), int_range(b, env)
+            m = max(abs(rb[0]), abs(rb[1])) - 1
+            return (0 if ra[0] >= 0 else max(ra[0], -m), 0 if ra[1] <= 0 else min(ra[1], m))
+        case Binary(op=BinaryOp.DIV, lhs=a, rhs=b) if t.is_int and int_range(b, env)[0] >= 1:
+            # truncating division by a positive divisor: monotone in each operand
+            ra, rb = int_range(a, env), int_range(b, env)
+            qs = [_tdiv(x, y) for x in ra for y in rb]
+            return (min(qs), max(qs))
         case Binary(op=BinaryOp.BAND, rhs=Const(value=int(c))) if c >= 0:
             return (0, c)
         case Binary(op=BinaryOp.SHR, rhs=Const(value=int(c))) if 0 <= c < _BITS.get(t, 0):
@@ -181,4 +188,37 @@ def _narrow(cur: Range, op: BinaryOp, other: Range) -> Range:
         lo, hi = max(lo, other[0]), min(hi, other[1])
     if lo > hi:
         return cur
+    return (lo, hi)
+
+
+#: the largest constant offset :func:`offsets` counts (a larger one is left unproved)
+MAX_OFFSET = 2**16
+
+
+def _offset(e: Expr, v: Var) -> int | None:
+    """``c`` when ``e`` is ``v`` plus or minus constants (``v - 1 + 2``, ``1 + v``)."""
+    match e:
+        case Ref(var=x) if x.id == v.id:
+            return 0
+        case Binary(op=BinaryOp.ADD, lhs=a, rhs=Const(value=int(c))) \
+                | Binary(op=BinaryOp.ADD, lhs=Const(value=int(c)), rhs=a):
+            r = _offset(a, v)
+            return None if r is None else r + c
+        case Binary(op=BinaryOp.SUB, lhs=a, rhs=Const(value=int(c))):
+            r = _offset(a, v)
+            return None if r is None else r - c
+    return None
+
+
+def offsets(node: Stmt | Expr, v: Var) -> Range:
+    """The least and the greatest ``c`` (0 included) such that ``v + c`` is computed in
+    ``node`` as a chain of ``+``/``-`` by constants from ``v`` (each step counts:
+    ``v - 1 - 1`` gives -1 and -2), ignoring offsets larger than ``MAX_OFFSET``
+    (specs/tiling.md TIL-13)."""
+    lo = hi = 0
+    for e in iter_exprs(node):
+        if isinstance(e, Binary):
+            c = _offset(e, v)
+            if c is not None and abs(c) <= MAX_OFFSET:
+                lo, hi = min(lo, c), max(hi, c)
     return (lo, hi)

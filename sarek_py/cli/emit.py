@@ -1,39 +1,24 @@
-"""The ``emit`` subcommand and ``run --compare`` (docs: ``sarek-py emit --help``).
-
-``sarek-py emit FILE --target cuda|opencl [--kernel K]`` prints the C of one kernel (or of
-every kernel of the file, as one translation unit). ``sarek-py run … --backend B --compare C`` runs the kernel on
-both backends from the same inputs and reports, per array argument, whether the bytes are
-identical; the exit status is 1 when one differs (CG-16). On a file holding a host program
-(without ``--kernel``) it runs the program on both backends and compares every array
-(docs/cli.md, CLI-11).
-
-The module registers itself with :mod:`sarek_py.cli.main` when imported (it is named in
-``sarek_py.cli.main.PLUGINS``); ``run`` keeps its own options and runner and gains ``--compare``.
-"""
+"""``sarek-py emit FILE --target cuda|opencl [--kernel K] [--unchecked]`` (docs/cli.md,
+CLI-10; CG-16, CG-24): the C of one kernel, or of every kernel of the file as one
+translation unit."""
 
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
-from typing import Any
 
-import attrs
-import numpy as np
-
-from sarek_py.cli import main as cli
+from sarek_py.cli.loading import FILE_HELP, find_kernel, is_program_text, load_checked, read_source
+from sarek_py.cli.registry import command
 from sarek_py.codegen.cstyle import emit, emit_module
 from sarek_py.codegen.cuda import CUDA
 from sarek_py.codegen.opencl import OPENCL
 from sarek_py.ir.diagnostics import SarekError
-from sarek_py.ir.host.program import Program
-from sarek_py.ir.nodes import Kernel
 
 _DIALECTS = {"cuda": CUDA, "opencl": OPENCL}
 
 
-def _configure_emit(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help=cli.FILE_HELP)
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("--target", "-t", required=True, choices=sorted(_DIALECTS),
                    help="the C dialect: cuda (CUDA C) or opencl (OpenCL C)")
     p.add_argument("--kernel", "-k", metavar="K",
@@ -42,16 +27,16 @@ def _configure_emit(p: argparse.ArgumentParser) -> None:
                    help="no bounds checks on array accesses (CG-24; for benchmarks)")
 
 
-@cli.command("emit", "print a kernel as CUDA C or OpenCL C", _configure_emit)
+@command("emit", "print a kernel as CUDA C or OpenCL C", _configure)
 def emit_command(args: argparse.Namespace) -> int:
-    m = cli.load_checked(args.file)
-    if not m.kernels and cli.is_program_text(cli.read_source(args.file)):
+    m = load_checked(args.file)
+    if not m.kernels and is_program_text(read_source(args.file)):
         raise SarekError(f"{args.file} holds a host program without kernels: its parallel "
                          "loops become kernels with 'sarek-py opt FILE -p offload --dump-dir "
                          "DIR' (kernels.cu, kernels.cl)")
     d = _DIALECTS[args.target]
     if args.kernel is not None:  # '' names no kernel: an error, not "every kernel"
-        text = emit(cli.find_kernel(m, args.kernel, args.file), d,
+        text = emit(find_kernel(m, args.kernel, args.file), d,
                     checked=not args.unchecked).source
     else:
         text = emit_module(m.kernels, d, args.file, checked=not args.unchecked)
@@ -59,212 +44,4 @@ def emit_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def compare_arrays(k: Kernel, a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, bool, str]]:
-    """Per array parameter: (name, bytes identical, a short description)."""
-    return compare_named([p.name for p in k.params if p.is_array], a, b)
-
-
-def compare_named(names: list[str], a: dict[str, Any],
-                  b: dict[str, Any]) -> list[tuple[str, bool, str]]:
-    """Per array name: (name, bytes identical, a short description)."""
-    out = []
-    for name in names:
-        x = np.ascontiguousarray(a[name])
-        y = np.ascontiguousarray(b[name])
-        same = x.shape == y.shape and x.tobytes() == y.tobytes()
-        if same:
-            out.append((name, True, f"identical ({x.nbytes} bytes)"))
-            continue
-        if x.shape != y.shape:
-            out.append((name, False, f"DIFFERENT: shapes {x.shape} and {y.shape}"))
-            continue
-        flat_x, flat_y = x.reshape(-1), y.reshape(-1)
-        bx = flat_x.view(np.uint8).reshape(flat_x.size, -1)
-        by = flat_y.view(np.uint8).reshape(flat_y.size, -1)
-        differ = np.flatnonzero((bx != by).any(axis=1))
-        first = int(differ[0])
-        out.append((name, False, f"DIFFERENT: {differ.size} of {flat_x.size} elements differ "
-                                   f"(first at flat index {first}: {flat_x[first]!r} vs "
-                                   f"{flat_y[first]!r})"))
-    return out
-
-
-_original_run: cli.Command | None = None
-
-
-def _configure_run(p: argparse.ArgumentParser) -> None:
-    assert _original_run is not None
-    _original_run.configure(p)
-    p.add_argument("--compare", metavar="BACKEND",
-                   help="also run on BACKEND from the same inputs and report per array "
-                        "whether the bytes are identical (exit 1 if not)")
-    p.add_argument("--against", metavar="PROGRAM-FILE",
-                   help="host programs: also run PROGRAM-FILE (e.g. the output of 'sarek-py "
-                        "opt') on the same inputs and backend, and report per variable "
-                        "whether the bytes are identical (exit 1 if not)")
-
-
-def run_command(args: argparse.Namespace) -> int:
-    assert _original_run is not None
-    cli.apply_unchecked(args)
-    if args.against is not None and args.compare:
-        raise cli.UsageError("--against and --compare: give one (--against runs two programs "
-                             "on --backend; --compare runs one on two backends)")
-    k = cli.run_target(args)
-    if not isinstance(k, Kernel):
-        if args.against is not None:
-            return _against(k, args)
-        if args.compare:
-            return _compare_program(k, args)
-        res = cli.run_program_args(k, args, args.backend)
-        for line in cli.describe_program_run(k, res):
-            print(line)
-        _print_executors(res)
-        return 0
-    if args.against is not None:
-        raise cli.UsageError(f"--against compares two host programs; {args.file} is run as "
-                             f"kernel '{k.name}'")
-    if not args.compare:
-        return _original_run.run(args)
-    inputs = cli.make_inputs(k, dict(cli._sizes(args.size)), args.threads, cli.seed_of(args))
-    mine = copy.deepcopy(inputs)
-    theirs = copy.deepcopy(inputs)
-    block = cli.block_of(args)
-    res_a = cli._backend(args.backend)(k, mine, args.threads, block,
-                                      check_races=not args.no_race_check)
-    res_b = cli._backend(args.compare)(k, theirs, args.threads, block,
-                                      check_races=not args.no_race_check)
-    for line in cli.describe_run(k, mine, res_a):
-        print(line)
-    ok = True
-    print(f"compare {args.backend} with {args.compare}:")
-    for name, same, text in compare_arrays(k, mine, theirs):
-        ok &= same
-        print(f"  {name}: {text}")
-    codes_a = np.asarray(res_a.stop_codes)
-    codes_b = np.asarray(res_b.stop_codes)
-    if codes_a.any() or codes_b.any():
-        same_codes = codes_a.tobytes() == codes_b.tobytes()
-        ok &= same_codes
-        print(f"  stop codes: {'identical' if same_codes else 'DIFFERENT'}")
-    return 0 if ok else 1
-
-
-def _print_executors(*results: Any) -> None:
-    """When a run was not on the interpreter alone, the line naming what ran each program
-    (HP-17), on standard error (so that the digests on standard output of two runs can be
-    compared as they are)."""
-    executors = [getattr(res, "executor", None) for res in results]
-    if all(ex is None or not ex.offloaded for ex in executors):
-        return
-    for ex in executors:
-        if ex is not None:
-            print(ex.line(), file=sys.stderr)
-
-
-def _compare_program(p: Program, args: argparse.Namespace) -> int:
-    """``run PROGRAM --compare C``: the program on both backends, then per allocated array
-    whether the bytes are identical, and whether the stop codes agree (CLI-11, CG-16).
-    Each run names its executor: on a device backend the parallel loops run there
-    (HP-17), so the comparison is never the interpreter with itself."""
-    res_a = cli.run_program_args(p, args, args.backend)
-    res_b = cli.run_program_args(p, args, args.compare)
-    for line in cli.describe_program_run(p, res_a):
-        print(line)
-    _print_executors(res_a, res_b)
-    print(f"compare {args.backend} with {args.compare}:")
-    names = [d.var.name for d in p.decls if isinstance(res_a.values.get(d.var.name), np.ndarray)
-             or isinstance(res_b.values.get(d.var.name), np.ndarray)]
-    ok = True
-    for name in names:
-        if not (isinstance(res_a.values.get(name), np.ndarray)
-                and isinstance(res_b.values.get(name), np.ndarray)):
-            ok = False
-            print(f"  {name}: DIFFERENT: allocated on one backend only")
-            continue
-        ((_, same, text),) = compare_named([name], res_a.values, res_b.values)
-        ok &= same
-        print(f"  {name}: {text}")
-    if res_a.stop_code != res_b.stop_code:
-        ok = False
-        print(f"  stop codes: DIFFERENT ({res_a.stop_code} vs {res_b.stop_code})")
-    return 0 if ok else 1
-
-
-def compare_programs(a: Program, res_a: Any, b: Program, res_b: Any,
-                     b_label: str = "") -> tuple[bool, list[str]]:
-    """HP-18: every variable program ``a`` declares against ``b``'s variable of the same
-    name, bitwise (arrays: shape and bytes; scalars: type and bytes; an array allocated in
-    one run only differs), then the output lines and the stop codes. ``b``'s own extra
-    variables (a pass's copies and counters) are listed, not compared."""
-    lines: list[str] = []
-    ok = True
-    for d in a.decls:
-        name = d.var.name
-        if name not in res_b.values:
-            ok = False
-            lines.append(f"  {name}: DIFFERENT: {b_label or b.name} declares no '{name}'")
-            continue
-        x, y = res_a.values.get(name), res_b.values.get(name)
-        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)):
-                ok = False
-                lines.append(f"  {name}: DIFFERENT: allocated in one run only")
-                continue
-            if x.dtype != y.dtype:
-                ok = False
-                lines.append(f"  {name}: DIFFERENT: element types {x.dtype} and {y.dtype}")
-                continue
-            ((_, same, text),) = compare_named([name], res_a.values, res_b.values)
-        elif x is None and y is None:
-            same, text = True, "not allocated in either run"
-        else:
-            bx, by = np.asarray(x), np.asarray(y)
-            same = bx.dtype == by.dtype and bx.tobytes() == by.tobytes()
-            text = "identical" if same else f"DIFFERENT: {x!r} vs {y!r}"
-        ok &= same
-        lines.append(f"  {name}: {text}")
-    extra = [d.var.name for d in b.decls if d.var.name not in {e.var.name for e in a.decls}]
-    if extra:
-        lines.append(f"  not compared (declared by {b_label or b.name} only): "
-                     f"{', '.join(extra)}")
-    if res_a.output != res_b.output:
-        ok = False
-        lines.append(f"  output: DIFFERENT ({len(res_a.output)} and {len(res_b.output)} "
-                     "lines)")
-    if res_a.stop_code != res_b.stop_code:
-        ok = False
-        lines.append(f"  stop codes: DIFFERENT ({res_a.stop_code} vs {res_b.stop_code})")
-    return ok, lines
-
-
-def _against(p: Program, args: argparse.Namespace) -> int:
-    """``run A --against B`` (HP-18, CLI-14): both programs on ``--backend`` with the same
-    ``--size`` values; every variable of A compared bitwise with B's; exit 1 if one
-    differs."""
-    other = cli.load_any(args.against)
-    if not isinstance(other, Program):
-        raise cli.UsageError(f"--against {args.against}: holds kernels, not a host program")
-    cli.check_any(other)
-    res_a = cli.run_program_args(p, args, args.backend)
-    res_b = cli.run_program_args(other, args, args.backend)
-    for line in cli.describe_program_run(p, res_a):
-        print(line)
-    _print_executors(res_a, res_b)
-    ok, lines = compare_programs(p, res_a, other, res_b, args.against)
-    print(f"compare {args.file} with {args.against} (on {args.backend}):")
-    for line in lines:
-        print(line)
-    return 0 if ok else 1
-
-
-def _install() -> None:
-    global _original_run
-    current = cli.COMMANDS.get("run")
-    if current is None or current.run is run_command:
-        return
-    _original_run = current
-    cli.COMMANDS["run"] = attrs.evolve(current, configure=_configure_run, run=run_command)
-
-
-_install()
+__all__ = ["emit_command"]

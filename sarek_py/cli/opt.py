@@ -1,8 +1,23 @@
-"""``sarek-py opt FILE -p PASS [-p PASS …]``: run named passes, print the module (INL-12).
+"""``sarek-py opt`` (specs/inlining.md INL-12; specs/loop-fusion.md LF-16).
+
+On kernels, ``sarek-py opt FILE -p PASS [-p PASS …]`` runs named passes and prints the
+module.
 
 The module is checked before and after the pipeline (a pass that produced an ill-formed
 program would be a bug, reported as an error rather than printed). ``--notes`` prints on
 standard error what the passes left alone and why (e.g. calls not inlined, with the rule).
+
+On a file holding a host ``program``, ``sarek-py opt FILE [--gpu-loop-transforms
+all|none|fuse[,swap]] [-p PASS …] [--dump-dir DIR] [--notes]`` runs the loop passes
+(:func:`run_passes`) and prints the program. Passes: ``fuse`` (producer-consumer fusion), ``swap`` (ping-pong of the
+renamed arrays of fused loops; it only applies together with ``fuse``), ``offload``
+(parallel loops to launches). Without ``-p`` the pipeline is ``fuse,swap`` (what
+``--gpu-loop-transforms`` allows). ``--gpu-loop-transforms`` selects the loop transforms:
+``all`` (default), ``none``, or a comma-separated list of ``fuse`` and ``swap``; any other
+value is an error listing the accepted ones. ``--dump-dir DIR`` writes the program after
+each pass (``01-fuse.sk`` …) and, after ``offload``, the emitted kernel sources
+(``kernels.cl``, ``kernels.cu``). ``--fusion-threshold OPS`` sets the cost model's
+operations per byte (LF-13).
 """
 
 from __future__ import annotations
@@ -10,20 +25,124 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from sarek_py.cli.main import (
-    FILE_HELP,
-    UsageError,
-    check_any,
-    command,
-    is_program_text,
-    load_checked,
-    read_source,
-)
-from sarek_py.cli.opt_program import HOST_PASSES
+import attrs
+
+from sarek_py.cli.loading import FILE_HELP, check_any, is_program_text, load_checked, read_source
+from sarek_py.cli.registry import UsageError, command
 from sarek_py.fusion.passes import PASSES, run_pipeline
+from sarek_py.ir.diagnostics import SarekError
+from sarek_py.ir.host.program import Program
 from sarek_py.ir.printer import print_module
 from sarek_py.ir.typecheck import check_module
+
+# ------------------------------------------------------------------ host programs
+
+LOOP_TRANSFORMS = ("fuse", "swap")
+HOST_PASSES = ("fuse", "swap", "offload")
+
+
+class LoopOptionError(SarekError):
+    """A ``--gpu-loop-transforms`` or ``-p`` value the loop passes do not accept."""
+
+
+def parse_transforms(value: str) -> frozenset[str]:
+    """LF-16: ``all``, ``none`` or a comma-separated list of ``fuse`` and ``swap``."""
+    v = value.strip()
+    if v == "all":
+        return frozenset(LOOP_TRANSFORMS)
+    if v == "none":
+        return frozenset()
+    items = [x.strip() for x in v.split(",")]
+    if not items or any(x not in LOOP_TRANSFORMS for x in items):
+        raise LoopOptionError(f"--gpu-loop-transforms: invalid value '{value}' (accepted: all, "
+                              "none, or a comma-separated list of fuse and swap)")
+    return frozenset(items)
+
+
+@attrs.frozen
+class OptResult:
+    program: Program
+    notes: tuple[str, ...]
+    dumps: tuple[tuple[str, str], ...]
+
+
+def run_passes(program: Program, passes: Sequence[str], transforms: frozenset[str],
+               threshold: float = 64.0, numbering: str = "rows") -> OptResult:
+    """Run the named loop passes in order (LF-16); ``fuse`` followed by ``swap`` fuses with
+    ping-pong; a pass ``--gpu-loop-transforms`` excludes is skipped (with a note)."""
+    from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
+    from sarek_py.host.offload import NUMBERINGS, offload
+    from sarek_py.ir.host.text import print_program
+
+    if numbering not in NUMBERINGS:
+        raise LoopOptionError(f"--numbering: '{numbering}' is not one of "
+                              f"{', '.join(NUMBERINGS)}")
+    for name in passes:
+        if name not in HOST_PASSES:
+            raise LoopOptionError(f"unknown pass '{name}' for a host program (passes: "
+                                  f"{', '.join(HOST_PASSES)})")
+    notes: list[str] = []
+    dumps: list[tuple[str, str]] = []
+    want_swap = "swap" in passes and "swap" in transforms
+    step = 0
+    for name in passes:
+        if name in LOOP_TRANSFORMS and name not in transforms:
+            notes.append(f"{name}: disabled by --gpu-loop-transforms")
+            continue
+        if name == "fuse":
+            program, reports = fuse_program(program, FusionOptions(threshold, want_swap))
+            notes += [str(r) for r in reports]
+        elif name == "swap":
+            if "fuse" not in passes or "fuse" not in transforms:
+                notes.append("swap: applies only to fused loops; nothing fused")
+            continue  # done together with fuse
+        else:
+            program = offload(program, numbering=numbering)
+        step += 1
+        dumps.append((f"{step:02d}-{name}.sk", print_program(program)))
+        if name == "offload":
+            from sarek_py.codegen import CUDA, OPENCL
+            from sarek_py.codegen.cstyle import emit_module
+
+            # one translation unit each: the prelude and every helper once (CG-16, LF-20)
+            what = f"program {program.name}"
+            dumps.append(("kernels.cl", emit_module(program.kernels, OPENCL, what)))
+            dumps.append(("kernels.cu", emit_module(program.kernels, CUDA, what)))
+    return OptResult(program, tuple(notes), tuple(dumps))
+
+
+def opt_program_file(path: str, passes: Sequence[str], transforms_value: str,
+                     dump_dir: str | None, threshold: float = 64.0,
+                     numbering: str = "rows", text: str | None = None,
+                     check: Callable[[Program], None] | None = None) -> OptResult:
+    """``sarek-py opt`` on a host-program file (or on ``text``, standard input's, read
+    under the name ``<stdin>``): parse, ``check`` (the passes assume a well-formed
+    program, HP-9), run, write the dumps."""
+    from sarek_py.ir.host.text import parse_program, parse_program_file
+
+    transforms = parse_transforms(transforms_value)
+    program = (parse_program_file(path) if text is None
+               else parse_program(text, "<stdin>"))
+    if check is not None:
+        check(program)
+    names = list(passes) if passes else [p for p in LOOP_TRANSFORMS]
+    result = run_passes(program, names, transforms, threshold, numbering)
+    if dump_dir is not None:
+        out = Path(dump_dir)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            for fname, dump in result.dumps:
+                (out / fname).write_text(dump if dump.endswith("\n") else dump + "\n")
+        except OSError as exc:
+            raise SarekError(f"--dump-dir {dump_dir}: cannot write the dumps "
+                             f"({exc.strerror or exc})") from None
+    return result
+
+
+# ---------------------------------------------------------------------- subcommand
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -35,7 +154,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         + ", ".join(HOST_PASSES) + " (default fuse,swap)")
     p.add_argument("--notes", action="store_true",
                    help="print on stderr what the passes left alone, and why")
-    # host programs (a file with a 'program'): the loop passes (sarek_py/cli/opt_program.py)
+    # host programs (a file with a 'program'): the loop passes (run_passes below)
     p.add_argument("--gpu-loop-transforms", default="all", metavar="all|none|fuse,swap",
                    help="loop transforms of host programs: all (default), none, or a "
                         "comma-separated list of fuse and swap")
@@ -77,7 +196,7 @@ def pipeline_names(items: list[str]) -> list[str]:
 
 @command("opt", "run IR passes (inline, …) on kernels of a .sk or .py file, or loop passes "
                 "(fuse, swap, offload) on a host program, and print the result", _configure)
-def _opt(args: argparse.Namespace) -> int:
+def opt_command(args: argparse.Namespace) -> int:
     check_options(args)
     if not args.file.endswith(".py") and is_program_text(read_source(args.file)):
         return _opt_program(args)
@@ -95,8 +214,7 @@ def _opt(args: argparse.Namespace) -> int:
 
 
 def _opt_program(args: argparse.Namespace) -> int:
-    """A host program: the loop passes (LF-16, ``sarek_py.cli.opt_program``)."""
-    from sarek_py.cli.opt_program import LoopOptionError, opt_program_file
+    """A host program: the loop passes (LF-16, :func:`opt_program_file`)."""
     from sarek_py.ir.host.text import print_program
 
     names = [n.strip() for it in args.passes for n in it.split(",") if n.strip()]
@@ -112,3 +230,8 @@ def _opt_program(args: argparse.Namespace) -> int:
         for line in res.notes:
             print(f"note: {line}", file=sys.stderr)
     return 0
+
+
+__all__ = ["HOST_PASSES", "LOOP_TRANSFORMS", "LoopOptionError", "OptResult", "check_options",
+           "opt_command", "opt_program_file", "parse_transforms", "pipeline_names",
+           "run_passes"]

@@ -10,6 +10,9 @@ cannot prove in bounds goes through a small C function:
   out of bounds (in the buffer: an empty array's buffer still has 8 bytes);
 * a store is ``if (sarek_in2(sarek_oob, SITE, i, a_len0, j, a_len1)) { a[…] = v; }``: it
   touches no memory out of bounds (its value is computed first, as the interpreter does);
+* for a global array both are written through two macros that expand to exactly that,
+  ``sarek_get2(a, SITE, i, a_len0, j, a_len1)`` and ``sarek_set2(a, SITE, …, v);``
+  (CG-28), so the access reads as one call;
 * a ``while`` loop (without a barrier) also ends once a fault is recorded, so values read
   out of bounds cannot keep it running.
 
@@ -23,6 +26,8 @@ on the kernel calling it (one translation unit, CG-16).
 """
 
 from __future__ import annotations
+
+from collections.abc import Set as AbstractSet
 
 import attrs
 
@@ -112,13 +117,52 @@ def at_function(d: Dialect, rank: int) -> str:
             f"  return {in_name(rank)}(oob, site, {names}) ? {offset} : 0;\n}}\n")
 
 
-def check_prelude(d: Dialect, in_ranks: set[int], at_ranks: set[int]) -> list[str]:
+def get_name(rank: int) -> str:
+    return f"sarek_get{rank}"
+
+
+def set_name(rank: int) -> str:
+    return f"sarek_set{rank}"
+
+
+def _global_offset(d: Dialect, rank: int) -> str:
+    """The row-major offset of a global array's element from the macro's parameters, the
+    first factor in 64 bits (CG-6)."""
+    offset = "(i0)" if rank == 1 else f"({d.type_name(Scalar.I64)})(i0)"
+    for k in range(1, rank):
+        offset = f"{offset} * (n{k}) + (i{k})" if k == 1 else f"({offset}) * (n{k}) + (i{k})"
+    return offset
+
+
+def get_macro(d: Dialect, rank: int) -> str:
+    """``sarek_get<rank>(a, site, i0, n0, …)``: a checked read of a global array, the
+    element or 0 out of bounds (CG-28); exactly CG-22's conditional, written once."""
+    dims = ", ".join(f"i{k}, n{k}" for k in range(rank))
+    return (f"#define {get_name(rank)}(a, site, {dims}) \\\n"
+            f"  ({in_name(rank)}({OOB}, site, {dims}) ? (a)[{_global_offset(d, rank)}] : 0)\n")
+
+
+def set_macro(d: Dialect, rank: int) -> str:
+    """``sarek_set<rank>(a, site, i0, n0, …, v);``: a checked store into a global array,
+    nothing stored out of bounds (CG-28); exactly CG-22's ``if``, written once."""
+    dims = ", ".join(f"i{k}, n{k}" for k in range(rank))
+    return (f"#define {set_name(rank)}(a, site, {dims}, v) \\\n"
+            f"  do {{ if ({in_name(rank)}({OOB}, site, {dims})) "
+            f"(a)[{_global_offset(d, rank)}] = (v); }} while (0)\n")
+
+
+def check_prelude(d: Dialect, in_ranks: AbstractSet[int], at_ranks: AbstractSet[int],
+                  get_ranks: AbstractSet[int] = frozenset(),
+                  set_ranks: AbstractSet[int] = frozenset()) -> list[str]:
     """The check functions used, one C chunk each (lowest rank first), after a comment
-    saying what they do."""
+    saying what they do, then the read and store macros used (CG-28)."""
     if not in_ranks and not at_ranks:
         return []
     head = ("// bounds checks, CG-22: an access out of bounds stores nothing and reads nothing"
             "\n// (sarek_at: element 0); the first one of a launch records its site, thread "
-            "and\n// indices in sarek_oob\n")
+            "and\n// indices in sarek_oob; sarek_get/sarek_set read/store a global array's "
+            "element\n// under that check\n")
     return [head, *(in_function(d, r) for r in sorted(in_ranks | at_ranks)),
-            *(at_function(d, r) for r in sorted(at_ranks))]
+            *(at_function(d, r) for r in sorted(at_ranks)),
+            *(get_macro(d, r) for r in sorted(get_ranks)),
+            *(set_macro(d, r) for r in sorted(set_ranks))]

@@ -14,7 +14,10 @@ indents by two spaces, and gives the C the interpreter's meaning (CG-5 … CG-12
 * by default every array access not proven in bounds is checked (CG-22, CG-23): a fault
   touches no memory and is recorded in a hidden ``sarek_oob`` buffer
   (:mod:`sarek_py.codegen.bounds`); ``checked=False`` is the opt-out (CG-24);
-* locals start at zero; float ``min``/``max``/``abs`` are ``fmin``/``fmax``/``fabs``.
+* locals start at zero; float ``min``/``max``/``abs`` are ``fmin``/``fmax``/``fabs``;
+* an integer ``+ - * <<``, unary ``-`` or ``abs`` the range analysis cannot prove in range
+  is a call of its named wrapping function, ``sarek_sub_i32(i, 1)`` (CG-18, CG-25,
+  :mod:`sarek_py.codegen.wrap`); a proved one is the plain C operator.
 
 :func:`emit` returns the source and the :class:`KernelAbi` the runtimes use to pass the
 arguments in the order the C expects.
@@ -35,11 +38,14 @@ from sarek_py.codegen.bounds import (
     at_name,
     check_prelude,
     fault_words,
+    get_name,
     in_name,
+    set_name,
 )
 from sarek_py.codegen.dialect import Dialect
 from sarek_py.codegen.names import Namer
 from sarek_py.codegen.speculate import speculation_guard
+from sarek_py.codegen.wrap import BINARY_WORDS, WrapOp, wrap_name, wrap_prelude
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.intrinsics import MATH, THREAD_INTRINSICS
 from sarek_py.ir.nodes import (
@@ -133,8 +139,6 @@ _PREC: dict[BinaryOp, int] = {
     BinaryOp.MUL: 13, BinaryOp.DIV: 13, BinaryOp.MOD: 13,
 }
 _COND, _UNARY, _PRIMARY = 3, 14, 16
-#: integer operators that wrap in the interpreter and are undefined on overflow in C
-_WRAPPING = frozenset({BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.SHL})
 _I32_MIN, _I64_MIN = -(2**31), -(2**63)
 
 
@@ -170,8 +174,8 @@ class _Function:
         self.ranges: dict[int, Range] = {}
         #: the kernel's own guard that also tests the launch's thread count (CG-21)
         self.count_guard: If | None = None
-        #: integer types whose wrapping ``abs`` function the code calls (CG-18)
-        self.wrapping_abs: set[Scalar] = set()
+        #: the named wrapping operations the code calls (CG-18, CG-25)
+        self.wrapping: set[WrapOp] = set()
         #: bounds checks (CG-22): whether accesses are checked, whether this function has
         #: the sarek_oob buffer, its sites so far, the ranks of the check functions used,
         #: the helpers taking the buffer and their sites
@@ -180,6 +184,9 @@ class _Function:
         self.sites: list[AccessSite] = []
         self.check_ranks: set[int] = set()
         self.at_ranks: set[int] = set()
+        #: the ranks of the checked read and store macros used (CG-28)
+        self.get_ranks: set[int] = set()
+        self.set_ranks: set[int] = set()
         self.oob_helpers: frozenset[str] = frozenset()
         self.helper_sites: Mapping[str, tuple[AccessSite, ...]] = {}
         self.helper_params: Mapping[str, tuple[Var, ...]] = {}
@@ -263,8 +270,7 @@ class _Function:
                 return self.name(v), _PRIMARY
             case Unary(op=UnaryOp.NEG) | Binary(op=BinaryOp.ADD | BinaryOp.SUB | BinaryOp.MUL
                                                | BinaryOp.SHL) if self.wraps(e):
-                text, prec = self.uexpr(e)
-                return f"({self.ctype(scalar_type_of(e))}){_paren(text, prec, _UNARY)}", _UNARY
+                return self.wrap_call(e)
             case Unary(op=op, arg=a):
                 text, prec = self.expr(a)
                 text = _paren(text, prec, _UNARY)
@@ -325,35 +331,18 @@ class _Function:
         return not no_overflow(e.op, int_range(e.lhs, self.ranges),
                                int_range(e.rhs, self.ranges), t)
 
-    def uexpr(self, e: Expr) -> tuple[str, int]:
-        """C text of integer ``e`` computed in the unsigned type of its width, where ``+ - *
-        <<`` and unary ``-`` wrap as the interpreter's do (CG-18)."""
+    def wrap_call(self, e: Expr) -> tuple[str, int]:
+        """Integer ``e`` (``+ - * <<`` or unary ``-``) that may overflow as a call of its
+        named wrapping function, ``sarek_sub_i32(i, 1)`` for ``i - 1`` (CG-18, CG-25)."""
         t = scalar_type_of(e)
-        u = self.d.unsigned[t]
-        match e:
-            case Const(value=int(v)) if v >= 0:
-                return f"{v}{self.d.unsigned_suffix[t]}", _PRIMARY
-            case Unary(op=UnaryOp.NEG, arg=a):
-                text, prec = self.uexpr(a)
-                text = _paren(text, prec, _UNARY)
-                if text.startswith("-"):  # - -x, not the decrement --x
-                    text = f"({text})"
-                return f"-{text}", _UNARY
-            case Binary(op=op, lhs=lhs, rhs=rhs) if op in _WRAPPING:
-                p = _PREC[op]
-                if (op in (BinaryOp.ADD, BinaryOp.SUB) and isinstance(rhs, Const)
-                        and isinstance(rhs.value, int) and type_range(t)[0] < rhs.value < 0):
-                    # x + -1 is x - 1u
-                    op = BinaryOp.SUB if op is BinaryOp.ADD else BinaryOp.ADD
-                    rhs = Const(-rhs.value, t)
-                lt, lp = self.uexpr(lhs)
-                # the shift count keeps its own (signed) type
-                rt, rp = self.expr(rhs) if op is BinaryOp.SHL else self.uexpr(rhs)
-                need_l = _PRIMARY if _mixes(op, lhs) else p
-                need_r = _PRIMARY if _mixes(op, rhs) else p + 1
-                return f"{_paren(lt, lp, need_l)} {op.value} {_paren(rt, rp, need_r)}", p
-        text, prec = self.expr(e)
-        return f"({u}){_paren(text, prec, _UNARY)}", _UNARY
+        args: tuple[Expr, ...]
+        if isinstance(e, Unary):
+            word, args = "neg", (e.arg,)
+        else:
+            assert isinstance(e, Binary)
+            word, args = BINARY_WORDS[e.op], (e.lhs, e.rhs)
+        self.wrapping.add((word, t))
+        return f"{wrap_name(word, t)}({', '.join(self.expr(a)[0] for a in args)})", _PRIMARY
 
     def cast(self, to: Scalar, a: Expr) -> tuple[str, int]:
         src = scalar_type_of(a)
@@ -376,8 +365,8 @@ class _Function:
         if n == "abs" and t.is_int and int_range(args[0], self.ranges)[0] == type_range(t)[0]:
             # abs of the most negative value is itself (INT-10); C's abs may assume it
             # never meets it
-            self.wrapping_abs.add(t)
-            return f"{_abs_name(t)}({self.expr(args[0])[0]})", _PRIMARY
+            self.wrapping.add(("abs", t))
+            return f"{wrap_name('abs', t)}({self.expr(args[0])[0]})", _PRIMARY
         fn = self.d.math[(n, t)]
         call = f"{fn}({', '.join(self.expr(a)[0] for a in args)})"
         wrap = self.d.math_wrap.get((n, t))
@@ -395,14 +384,27 @@ class _Function:
                 yield self.expr(a)[0]
 
     def index_parts(self, a: Var, idx: tuple[Expr, ...],
-                    raw: Sequence[tuple[str, int]] | None = None) -> list[tuple[str, int, Scalar]]:
+                    raw: Sequence[tuple[str, int]] | None = None,
+                    exact: bool = False) -> list[tuple[str, int, Scalar]]:
         """Each index of ``a[idx]`` counted from zero (C text, precedence, type); ``raw``
-        gives the indices' C text when it is already made."""
+        gives the indices' C text when it is already made. ``exact``: the text is a bounds
+        check's argument, computed for every index, also one out of bounds: an ``i32``
+        index whose distance from a nonzero lower bound may not fit ``i32`` is counted in
+        64 bits, an ``i64`` one wraps (CG-26)."""
         assert isinstance(a.type, ArrayType)
         parts: list[tuple[str, int, Scalar]] = []
         for d, (lo, ix) in enumerate(zip(a.type.lower, idx, strict=True)):
             text, prec = raw[d] if raw is not None else self.expr(ix)
             ty = scalar_type_of(ix)
+            if exact and lo != 0 and not no_overflow(
+                    BinaryOp.SUB, int_range(ix, self.ranges), (lo, lo), ty):
+                if ty is Scalar.I64:
+                    self.wrapping.add(("sub", ty))
+                    text = f"{wrap_name('sub', ty)}({text}, {self.const(Const(lo, ty))[0]})"
+                    parts.append((text, _PRIMARY, ty))
+                    continue
+                text = f"({self.ctype(Scalar.I64)}){_paren(text, prec, _UNARY)}"
+                prec, ty = _UNARY, Scalar.I64
             if lo > 0:
                 text, prec = f"{_paren(text, prec, 12)} - {lo}", 12
             elif lo < 0:
@@ -467,7 +469,7 @@ class _Function:
     def check_args(self, a: Var, idx: tuple[Expr, ...],
                    raw: Sequence[tuple[str, int]] | None = None) -> str:
         """``index, extent`` pairs of a check function's call, indices from zero."""
-        parts = self.index_parts(a, idx, raw)
+        parts = self.index_parts(a, idx, raw, exact=True)
         return ", ".join(f"{p[0]}, {self.expr(Length(a, d))[0]}" for d, p in enumerate(parts))
 
     def read(self, a: Var, idx: tuple[Expr, ...], loc: Loc | None) -> str:
@@ -485,6 +487,10 @@ class _Function:
             self.at_ranks.add(len(idx))
             return f"{name}[{at_name(len(idx))}({OOB}, {site}, {args})]"
         # out of bounds, nothing is read (the index is computed twice: it stores nothing)
+        assert isinstance(a.type, ArrayType)
+        if a.type.space is MemSpace.GLOBAL:  # the same conditional, as a macro (CG-28)
+            self.get_ranks.add(len(idx))
+            return f"{get_name(len(idx))}({name}, {site}, {args})"
         return f"({in_name(len(idx))}({OOB}, {site}, {args}) ? {name}[{self.offset(a, idx)}] : 0)"
 
     def store(self, s: Store, depth: int) -> None:
@@ -511,6 +517,11 @@ class _Function:
             value = tmp
         args = self.check_args(a, idx, raw)
         site = self.new_site(a, "store", s.loc)
+        assert isinstance(a.type, ArrayType)
+        if a.type.space is MemSpace.GLOBAL:  # the same `if`, as a macro (CG-28)
+            self.set_ranks.add(len(idx))
+            self.emit(f"{set_name(len(idx))}({name}, {site}, {args}, {value});", depth)
+            return
         self.emit(f"if ({in_name(len(idx))}({OOB}, {site}, {args})) {{", depth)
         self.emit(f"{name}[{self.offset(a, idx, raw)}] = {value};", depth + 1)
         self.emit("}", depth)
@@ -723,19 +734,6 @@ def _float_text(x: np.float32 | np.float64) -> str:
     return text
 
 
-def _abs_name(t: Scalar) -> str:
-    return f"sarek_abs_{t.value}"
-
-
-def _abs_function(d: Dialect, t: Scalar) -> str:
-    """The C of ``abs`` on ``t`` as the interpreter computes it: through the unsigned type,
-    so the most negative value is its own absolute value (CG-18)."""
-    qual = (d.helper_qualifier + " ") if d.helper_qualifier else ""
-    ct, u = d.type_name(t), d.unsigned[t]
-    return (f"{qual}{ct} {_abs_name(t)}({ct} x) {{\n"
-            f"  return ({ct})(x < 0 ? 0{d.unsigned_suffix[t]} - ({u})x : ({u})x);\n}}\n")
-
-
 def _helper_order(kernel: Kernel) -> list[HelperFunc]:
     """The helpers a kernel calls, callees before callers (C needs no prototypes)."""
     by_name = {h.name: h for h in kernel.helpers}
@@ -779,7 +777,7 @@ def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
     helper_names = {h.name: gnamer.fresh(h.name) for h in helpers}
     uses_f64 = False
     chunks: list[str] = []
-    wrapping_abs: set[Scalar] = set()
+    wrapping: set[WrapOp] = set()
     oob_helpers: set[str] = set()
     helper_sites: dict[str, tuple[AccessSite, ...]] = {}
     helper_params = {h.name: h.params for h in helpers}
@@ -790,6 +788,8 @@ def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
             storing.add(h.name)
     check_ranks: set[int] = set()
     at_ranks: set[int] = set()
+    get_ranks: set[int] = set()
+    set_ranks: set[int] = set()
     oob_param = f"{d.global_pointer} int* {OOB}".strip()
     for h in helpers:  # callees first
         f = _Function(d, helper_names, h.loc, h.name, kname)
@@ -816,11 +816,13 @@ def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
             helper_sites[h.name] = tuple(f.sites)
         check_ranks |= f.check_ranks
         at_ranks |= f.at_ranks
+        get_ranks |= f.get_ranks
+        set_ranks |= f.set_ranks
         qual = (d.helper_qualifier + " ") if d.helper_qualifier else ""
         head = f"{qual}{f.ctype(h.result)} {helper_names[h.name]}"
         chunks.append(_signature(head, params) + " {\n" + "\n".join(f.lines) + "\n}\n")
         uses_f64 |= f.uses_f64
-        wrapping_abs |= f.wrapping_abs
+        wrapping |= f.wrapping
 
     k = _Function(d, helper_names, kernel.loc, kernel.name, kname)
     k.checked = checked
@@ -863,11 +865,13 @@ def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
     chunks.append(_signature(f"{d.kernel_qualifier} {kname}", params) + " {\n"
                   + "\n".join(k.lines) + "\n}\n")
     uses_f64 |= k.uses_f64
-    wrapping_abs |= k.wrapping_abs
+    wrapping |= k.wrapping
     check_ranks |= k.check_ranks
     at_ranks |= k.at_ranks
-    chunks[:0] = [*check_prelude(d, check_ranks, at_ranks),
-                  *(_abs_function(d, t) for t in (Scalar.I32, Scalar.I64) if t in wrapping_abs)]
+    get_ranks |= k.get_ranks
+    set_ranks |= k.set_ranks
+    chunks[:0] = [*check_prelude(d, check_ranks, at_ranks, get_ranks, set_ranks),
+                  *wrap_prelude(d, wrapping)]
 
     source = _header(d, f"kernel {kernel.name}", uses_f64) + "\n".join(chunks)
     sites = tuple(k.sites)

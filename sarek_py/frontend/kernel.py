@@ -13,7 +13,8 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any, overload
+from contextvars import ContextVar
+from typing import Any, Protocol, overload
 
 import numpy as np
 
@@ -25,6 +26,18 @@ from sarek_py.ir.nodes import HelperFunc, Kernel, Loc, Var
 from sarek_py.ir.types import ArrayType, Scalar
 
 ArgValue = np.ndarray[Any, Any] | int | float | bool | np.generic
+
+
+class Recorder(Protocol):
+    """Where a launch goes instead of running: an open ``pipeline()`` (FE-17)."""
+
+    def record(self, k: KernelFunction, args: dict[str, ArgValue], threads: int, block: int,
+               backend: str | None) -> None: ...
+
+
+#: the recorder open in this context (``with sarek_py.pipeline():``), if any; the pipeline
+#: sets it, a launch reads it
+RECORDER: ContextVar[Recorder | None] = ContextVar("sarek_pipeline", default=None)
 
 
 class LaunchArgumentError(SarekError):
@@ -122,11 +135,9 @@ class KernelFunction:
 
     def _start(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], threads: Any,
                block: Any, backend: str | None) -> Any:
-        from sarek_py.frontend.pipeline import current
-
         threads, block = _config((threads, block))
         bound = self.bind(args, kwargs)
-        active = current()
+        active = RECORDER.get()
         if active is not None:
             active.record(self, bound, threads, block, backend)
             return None

@@ -13,22 +13,19 @@ backend checks them again at its launch (LEG-13 … LEG-15).
 
 from __future__ import annotations
 
-from contextvars import ContextVar, Token
+from contextvars import Token
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sarek_py.fusion.epilogue.sequence import Decision, KernelLaunch, fuse_launches
+from sarek_py.frontend.kernel import RECORDER, ArgValue, KernelFunction, Recorder, emit, get_backend
+from sarek_py.fusion.epilogue.sequence import Decision, fuse_launches
 from sarek_py.ir.diagnostics import SarekError
-
-if TYPE_CHECKING:
-    from sarek_py.frontend.kernel import ArgValue, KernelFunction
-
-_CURRENT: ContextVar[Pipeline | None] = ContextVar("sarek_pipeline", default=None)
+from sarek_py.ir.host.launch import KernelLaunch, Launch
 
 
-def current() -> Pipeline | None:
+def current() -> Recorder | None:
     """The pipeline recording launches here, if any."""
-    return _CURRENT.get()
+    return RECORDER.get()
 
 
 class Pipeline:
@@ -38,12 +35,12 @@ class Pipeline:
         self.backend = backend
         self.fuse = fuse
         self.force = force
-        self.recorded: list[KernelLaunch] = []
+        self.recorded: list[Launch] = []
         #: the launches actually run (after fusion), in order, over every ``run``
-        self.launches: list[KernelLaunch] = []
+        self.launches: list[Launch] = []
         self.decisions: list[Decision] = []
         self.results: list[Any] = []
-        self._token: Token[Pipeline | None] | None = None
+        self._token: Token[Recorder | None] | None = None
 
     # ------------------------------------------------------------------ context
 
@@ -53,13 +50,13 @@ class Pipeline:
         if current() is not None:
             raise SarekError("pipelines cannot be nested: the inner one would run its "
                              "launches before the outer one's")
-        self._token = _CURRENT.set(self)
+        self._token = RECORDER.set(self)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         assert self._token is not None
-        _CURRENT.reset(self._token)
+        RECORDER.reset(self._token)
         self._token = None
         if exc_type is None:
             self.run()
@@ -78,8 +75,6 @@ class Pipeline:
         self.recorded.append(KernelLaunch(k.ir, threads, block, args))
 
     def _backend(self) -> Any:
-        from sarek_py.frontend.kernel import get_backend
-
         return get_backend(self.backend)
 
     def run(self) -> list[Any]:
@@ -94,7 +89,7 @@ class Pipeline:
             launches, decisions = fuse_launches(launches, target=target(backend.name),
                                                 force=self.force)
             self.decisions.extend(decisions)
-        results = [backend.run_kernel(lc.kernel, dict(lc.args), lc.threads, lc.block)
+        results = [backend.run_kernel(lc.kernel, lc.by_name, *lc.counts())
                    for lc in launches]
         self.launches.extend(launches)
         self.results.extend(results)
@@ -115,8 +110,6 @@ class Pipeline:
 
     def source(self, target: str = "opencl") -> str:
         """The device code of the launches run, after fusion."""
-        from sarek_py.frontend.kernel import emit
-
         seen: dict[str, str] = {}
         for lc in self.launches:
             seen.setdefault(lc.kernel.name, emit(lc.kernel, target))

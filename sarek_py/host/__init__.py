@@ -1,10 +1,16 @@
-"""Launching kernels: the launch and sync nodes, tiling, host execution, the runtimes.
+"""Running host programs (docs/architecture.md, floor 7): checking them, interpreting them,
+launching their kernels on a runtime, offloading their parallel loops.
 
-* :mod:`launch` — ``Launch`` (after seed 001's ``GpuKernelLaunch``), ``Sync``,
-  ``check_launch`` (specs/launch.md);
-* :mod:`execute` — running launches and syncs on a backend; :mod:`text` — their text form;
-* :mod:`tiling` — a loop nest launched in tiles or flat (specs/tiling.md);
-* :mod:`runtime` — ``get_backend("interp" | "opencl" | "cuda" | "default")``.
+* :mod:`check` — the host-program checker (specs/host-program.md, HP-9);
+* :mod:`interp` (with :mod:`frame` and :mod:`residency`) — the host interpreter, arrays kept
+  on the device between launches (specs/offload.md);
+* :mod:`execute` — running launches and syncs on a backend (specs/launch.md);
+  :mod:`backend` — a whole program on a named backend (HP-17);
+* :mod:`offload` (with :mod:`parfor` and :mod:`tiling`) — parallel loops → kernels, launches
+  and syncs (specs/offload.md, specs/tiling.md).
+
+The records these run — ``Launch``, ``Sync``, ``Program`` — are the host-program IR,
+:mod:`sarek_py.ir.host`; the backends are :mod:`sarek_py.runtime`.
 """
 
 from __future__ import annotations

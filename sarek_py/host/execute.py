@@ -50,8 +50,9 @@ class HostRun:
     def launch(self, node: Launch) -> None:
         check_launch(node)
         env = self.env
-        threads = int(host_eval(node.thread_count, env))
-        block = int(host_eval(node.block_size, env))
+        thread_count, block_size, node_args = node.host_exprs()
+        threads = int(host_eval(thread_count, env))
+        block = int(host_eval(block_size, env))
         k = node.kernel
         scratch: dict[str, int] = {}
         read_back: dict[str, int] = {}
@@ -61,7 +62,7 @@ class HostRun:
             if s.read_back is not None:
                 read_back[name] = int(host_eval(s.read_back, env))
         args: dict[str, Any] = {}
-        for p, a in zip(k.params, node.args, strict=True):
+        for p, a in zip(k.params, node_args, strict=True):
             if p.name in scratch:
                 continue
             if isinstance(a, Ref) and p.is_array:

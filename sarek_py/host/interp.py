@@ -12,7 +12,7 @@ and syncs run on a backend (default: the interpreter backend) with device-reside
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -20,6 +20,7 @@ import numpy as np
 
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.host.check import check_program, check_program_once
+from sarek_py.host.frame import Frame
 from sarek_py.host.parfor import parfor_kernel
 from sarek_py.host.residency import Residency, StopRequest
 from sarek_py.ir import interp_ops
@@ -98,69 +99,6 @@ class _Leave(Exception):
 
 
 # -------------------------------------------------------------------------- frames
-
-
-class Frame(MutableMapping[str, Any]):
-    """The variables a statement sees, by :class:`Var` (and by name for launches):
-    a procedure's own variables first, then the program's."""
-
-    def __init__(self, own: dict[Var, Any], outer: Frame | None = None) -> None:
-        self.own = own
-        self.outer = outer
-
-    def owner(self, v: Var) -> dict[Var, Any]:
-        f: Frame | None = self
-        while f is not None:
-            if v in f.own:
-                return f.own
-            f = f.outer
-        raise HostError(f"host variable '{v.name}' is not declared here")
-
-    def get_var(self, v: Var) -> Any:
-        return self.owner(v)[v]
-
-    def set_var(self, v: Var, value: Any) -> None:
-        self.owner(v)[v] = value
-
-    def _by_name(self, name: str) -> tuple[dict[Var, Any], Var]:
-        f: Frame | None = self
-        while f is not None:
-            for v in f.own:
-                if v.name == name:
-                    return f.own, v
-            f = f.outer
-        raise KeyError(name)
-
-    def __getitem__(self, name: str) -> Any:
-        d, v = self._by_name(name)
-        return d[v]
-
-    def __setitem__(self, name: str, value: Any) -> None:
-        d, v = self._by_name(name)
-        d[v] = value
-
-    def __delitem__(self, name: str) -> None:
-        raise KeyError(name)
-
-    def __iter__(self) -> Iterator[str]:
-        names: list[str] = []
-        f: Frame | None = self
-        while f is not None:
-            names += [v.name for v in f.own if v.name not in names]
-            f = f.outer
-        return iter(names)
-
-    def __len__(self) -> int:
-        return len(list(iter(self)))
-
-    def own_vars(self) -> list[Var]:
-        """Every variable visible here (a procedure's, then the program's)."""
-        out: list[Var] = []
-        f: Frame | None = self
-        while f is not None:
-            out += list(f.own)
-            f = f.outer
-        return out
 
 
 def _zero(v: Var) -> Any:
@@ -559,5 +497,5 @@ def run_program(program: Program, preset: Mapping[str, Any] | None = None, *,
                       echo=echo, device=device).run(preset)
 
 
-__all__ = ["Frame", "HostError", "HostInterp", "HostResult", "check_program", "parfor_kernel",
+__all__ = ["HostError", "HostInterp", "HostResult", "check_program", "parfor_kernel",
            "run_program"]

@@ -45,8 +45,10 @@ from sarek_py.host.tiling import (
     Nest,
     TilingRefused,
     product,
+    row_blocks_arg,
     row_count_expr,
     row_nest,
+    rows_bounds_too_near_expr,
     rows_pad_too_much_expr,
     tile_nest,
 )
@@ -333,8 +335,15 @@ class _Offloader:
         extents = _extents(s)
         padded = row_count_expr(rk, extents, self.block_size)
         too_much = rows_pad_too_much_expr(rk, extents, self.block_size)
+        # bounds so near the ends of i32 that the body's offsets of a loop variable could
+        # wrap: the rows kernel would do nothing, so the flat kernel runs (TIL-13)
+        near = rows_bounds_too_near_expr(rk, [ix.start for ix in s.indices],
+                                         [ix.stop for ix in s.indices])
+        if near is not None:
+            too_much = Binary(BinaryOp.OR, too_much, near)
         args: list[Expr] = [Ref(v) for v in host]
         args += [ix.start for ix in s.indices] + [ix.stop for ix in s.indices]
+        args.append(row_blocks_arg(rk, extents, self.block_size))  # rows_c (TIL-12)
         self.kernels.append(kernel)
         launch = Launch(kernel, padded, Const(self.block_size, Scalar.I32), tuple(args),
                         overwritten=flat.overwritten, overwritten_if=flat.overwritten_if,

@@ -10,12 +10,13 @@ before a ``sync`` waited for that launch is an error: it shows a missing sync.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import numpy as np
 
 from sarek_py.analysis.effects import launch_host_reads, stmt_effects
+from sarek_py.host.frame import Frame
 from sarek_py.ir.host.launch import Launch
 from sarek_py.ir.host.program import (
     Block,
@@ -29,9 +30,6 @@ from sarek_py.ir.host.program import (
 from sarek_py.ir.nodes import Loc, Ref, Var
 from sarek_py.runtime.base import Backend, DeviceArray, scalar_value
 from sarek_py.runtime.cache import kernel_facts
-
-if TYPE_CHECKING:
-    from sarek_py.host.interp import Frame
 
 
 class StopRequest(Exception):

@@ -16,10 +16,13 @@ than a quarter, tiled otherwise, and tells the kernel through a hidden ``bool`` 
 All thread arithmetic is 64-bit; a padded thread returns after comparing its zero-based
 coordinates with the extents and before adding any lower bound.
 
-:func:`row_nest` makes the kernel of the **rows** numbering (TIL-10, TIL-11): block ``b``
+:func:`row_nest` makes the kernel of the **rows** numbering (TIL-10 … TIL-13): block ``b``
 covers ``block`` consecutive iterations of the contiguous dimension at one place of the
 others, so a thread's place along that dimension is its thread index plus a number the
-whole block shares, and every other coordinate is the block's. It has no flat branch: the
+whole block shares, and every other coordinate is the block's. The blocks per row come
+from the host (``rows_c``), so a thread numbers its block in 32 bits (TIL-12), and the
+kernel's guard bounds each loop variable so that the body's offsets of it are proved in
+range (TIL-13). It has no flat branch: the
 host launches the nest's flat kernel instead when whole rows would pad too much (a uniform
 branch on a flag was measured to stop PoCL's work-group vectorizer, TIL-11).
 """
@@ -32,6 +35,7 @@ from typing import Any
 
 import attrs
 
+from sarek_py.analysis.ranges import Range, offsets, type_range
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.host.evaluate import host_eval
 from sarek_py.ir.nodes import (
@@ -39,6 +43,7 @@ from sarek_py.ir.nodes import (
     Binary,
     BinaryOp,
     Cast,
+    Cond,
     Const,
     Expr,
     If,
@@ -316,58 +321,153 @@ def tiled_args(tk: TiledKernel, args: Mapping[str, Any], block: int = 256,
 
 @attrs.frozen
 class RowKernel:
-    """The rows kernel of a nest (TIL-10) and which loop is its contiguous dimension."""
+    """The rows kernel of a nest (TIL-10), which loop is its contiguous dimension, and the
+    name of its ``i32`` parameter ``rows_c``: the blocks per row, which the host computes
+    (TIL-12)."""
 
     kernel: Kernel
     nest: Nest
     contiguous: int
+    rows_param: str = "rows_c"
+    #: per loop, the offsets of its variable the kernel proves in range (TIL-13)
+    margins: tuple[Range, ...] = ()
 
 
-def _positive(e: Expr) -> Expr:
+#: the largest i32: the block index and the blocks per row of a rows launch fit in it
+I32_MAX = 2**31 - 1
+
+
+def _c32(v: int) -> Const:
+    return Const(v, Scalar.I32)
+
+
+def _at_least_one(e: Expr) -> Expr:
     """``max(e, 1)``: ``e`` itself wherever a thread runs (every extent of a launched nest
-    is at least 1), and a divisor the emitter can see is never zero (CG-21)."""
-    return Intrinsic("max", (e, _c64(1)))
+    is at least 1, and so is ``rows_c``), and a divisor the emitter can see is never zero
+    (CG-21)."""
+    one = _c64(1) if scalar_type_of(e) is Scalar.I64 else _c32(1)
+    return Intrinsic("max", (e, one))
+
+
+def row_margins(nest: Nest) -> tuple[Range, ...]:
+    """Per loop, the least and greatest constant offset ``c`` of ``var + c`` in the body
+    (TIL-13): the rows kernel proves those sums in range."""
+    return tuple(offsets(nest.body, lp.var) for lp in nest.loops)
+
+
+def _bounds_too_near_the_ends(nest: Nest, lowers: Sequence[Expr], uppers: Sequence[Expr],
+                              margins: Sequence[Range]) -> Expr | None:
+    """``lower < MIN - cmin || upper > MAX - cmax`` for each loop whose body adds a
+    negative (positive) offset to its variable: where ``var + c`` could wrap (TIL-13)."""
+    tests: list[Expr] = []
+    for lp, lower, upper, (cmin, cmax) in zip(nest.loops, lowers, uppers, margins,
+                                              strict=True):
+        t = lp.var.scalar
+        t_lo, t_hi = type_range(t)
+        # a constant bound is decided here (the host program reads no `1 < -2147483647`)
+        if cmin < 0 and not (isinstance(lower, Const) and isinstance(lower.value, int)
+                             and lower.value >= t_lo - cmin):
+            tests.append(_bin(BinaryOp.LT, lower, Const(t_lo - cmin, t)))
+        if cmax > 0 and not (isinstance(upper, Const) and isinstance(upper.value, int)
+                             and upper.value <= t_hi - cmax):
+            tests.append(_bin(BinaryOp.GT, upper, Const(t_hi - cmax, t)))
+    if not tests:
+        return None
+    out = tests[0]
+    for x in tests[1:]:
+        out = _bin(BinaryOp.OR, out, x)
+    return out
 
 
 def row_nest(nest: Nest) -> RowKernel:
     """The kernel that runs ``nest`` in rows of ``block`` iterations of its contiguous
-    dimension (TIL-10): block ``b`` is row-block ``b % rows_c`` of the place ``b / rows_c``
-    of the other dimensions (the next dimension fastest, then the others from the innermost
-    outwards); thread ``t`` of the block is at ``(b % rows_c) * block + t`` along the
-    contiguous dimension. Threads past an extent, and blocks past the last place, return
-    before any lower bound is added (TIL-6)."""
+    dimension (TIL-10, TIL-12, TIL-13): with ``rows_c`` blocks per row (a parameter the
+    host computes), block ``b`` is row-block ``b % rows_c`` of the place ``b / rows_c``
+    of the other dimensions (the next dimension fastest, then the others from the
+    innermost outwards); thread ``t`` of the block is at ``(b % rows_c) * block + t``
+    along the contiguous dimension. The block's numbers are 32-bit (the block index is an
+    ``i32``); only a place past an ``i32`` extent needs 64 bits, and it is the quotient
+    itself. A thread adds each lower bound to its coordinate in 64 bits (no overflow),
+    returns when that is past the upper bound, or when the bounds are so near the ends of
+    the loop variable's type that an offset of it in the body could wrap, and only then
+    converts it to the loop variable's type (TIL-6)."""
     contiguous, nxt = tile_dims(nest)
     loops = nest.loops
+    for lp in loops:  # (a parallel loop's index is an i32, HP-4)
+        if lp.var.scalar is not Scalar.I32:
+            raise TilingRefused("TIL-13", f"nest {nest.name}: the rows kernel numbers i32 "
+                                f"loop variables, and {lp.var.name} is {lp.var.scalar}")
     k = len(loops)
     order = [nxt] + [d for d in reversed(range(k)) if d not in (contiguous, nxt)]
     taken = _taken(nest)
     ext = [var(fresh_name(f"n_{lp.var.name}", taken), Scalar.I64) for lp in loops]
     z = [var(fresh_name(f"z_{lp.var.name}", taken), Scalar.I64) for lp in loops]
-    width = _i64(Intrinsic("block_dim_x"))
-    rows_c = var(fresh_name("rows_c", taken), Scalar.I64)
-    place = [var(fresh_name(f"place_{d}", taken), Scalar.I64) for d in range(k)]
-    # a thread outside the nest: past an extent, or its block past the last place
-    outside: Expr = _bin(BinaryOp.GT, Ref(place[order[-1]]), _c64(0))
-    for d in range(k):
-        outside = _bin(BinaryOp.OR, outside, _bin(BinaryOp.GE, Ref(z[d]), Ref(ext[d])))
-    body = _bind_loop_vars(loops, z, nest.body)
+    # each variable's value in 64 bits: an i32 bound plus a coordinate below 2**62
+    wide_vars = [var(fresh_name(f"{lp.var.name}_64", taken), Scalar.I64) for lp in loops]
+    rows_c = var(fresh_name("rows_c", taken), Scalar.I32)
+    block = Intrinsic("block_idx_x")
+    per_row = _at_least_one(Ref(rows_c))
+    # the block's place among the other dimensions (32-bit: b >= 0, rows_c >= 1)
+    place = [var(fresh_name(f"place_{d}", taken), Scalar.I32) for d in range(k)]
+    first = var(fresh_name("place", taken), Scalar.I32)
+    margins = row_margins(nest)
+    # a thread outside the nest: past an upper bound (the outermost place is not reduced
+    # modulo its extent: past it, the block is past the last place), or at a value of
+    # the loop variable so near the end of its type that an offset of it in the body
+    # could wrap (TIL-13; never for a launch the host makes, which passes such bounds to
+    # the flat kernel)
+    tests: list[Expr] = []
+    for d, lp in enumerate(loops):
+        t_lo, t_hi = type_range(lp.var.scalar)
+        cmin, cmax = margins[d]
+        at = Ref(wide_vars[d])
+        if cmin < 0:
+            tests.append(_bin(BinaryOp.LT, at, _c64(t_lo - cmin)))
+        upper = _i64(lp.upper)
+        if cmax > 0:
+            upper = Intrinsic("min", (upper, _c64(t_hi - cmax)))
+        tests.append(_bin(BinaryOp.GT, at, upper))
+    outside = tests[0]
+    for x in tests[1:]:
+        outside = _bin(BinaryOp.OR, outside, x)
+    body = nest.body
+    for lp, w in reversed(list(zip(loops, wide_vars, strict=True))):
+        body = Let(lp.var, Cast(Scalar.I32, Ref(w)), body)
     main: Stmt = seq(If(outside, Return()), body)
+    for d in reversed(range(k)):  # each variable's value in 64 bits: lower + coordinate
+        main = Let(wide_vars[d], _bin(BinaryOp.ADD, _i64(loops[d].lower), Ref(z[d])), main)
     # the other coordinates from the block's place, the next dimension fastest; each
-    # place_d is what is left of the block index above dimension d
+    # place_d is what is left of the place above dimension d; the last one is the rest
+    used_ext: list[int] = []
     for pos in reversed(range(len(order))):
         d = order[pos]
-        above = Ref(place[order[pos - 1]]) if pos > 0 else _bin(
-            BinaryOp.DIV, _i64(Intrinsic("block_idx_x")), _positive(Ref(rows_c)))
-        main = Let(z[d], _bin(BinaryOp.MOD, above, _positive(Ref(ext[d]))),
-                   Let(place[d], _bin(BinaryOp.DIV, above, _positive(Ref(ext[d]))), main))
-    main = Let(z[contiguous], _bin(BinaryOp.ADD, _bin(BinaryOp.MUL, _bin(
-        BinaryOp.MOD, _i64(Intrinsic("block_idx_x")), _positive(Ref(rows_c))), width),
+        above = Ref(place[order[pos - 1]]) if pos > 0 else Ref(first)
+        if pos == len(order) - 1:
+            main = Let(z[d], _i64(above), main)
+            continue
+        # 32-bit division by an extent that fits i32; past i32, the place is below it
+        used_ext.append(d)
+        wide = _bin(BinaryOp.GT, Ref(ext[d]), _c64(I32_MAX))
+        div = _at_least_one(Cast(Scalar.I32, Ref(ext[d])))
+        main = Let(z[d], Cond(wide, _i64(above), _i64(_bin(BinaryOp.MOD, above, div))),
+                   Let(place[d], Cond(wide, _c32(0), _bin(BinaryOp.DIV, above, div)), main))
+    main = Let(z[contiguous], _bin(BinaryOp.ADD, _bin(BinaryOp.MUL, _i64(_bin(
+        BinaryOp.MOD, block, per_row)), _i64(Intrinsic("block_dim_x"))),
         _i64(Intrinsic("thread_idx_x"))), main)
-    main = Let(rows_c, _bin(BinaryOp.DIV, _bin(BinaryOp.SUB, _bin(
-        BinaryOp.ADD, Ref(ext[contiguous]), width), _c64(1)), width), main)
-    main = _bind_extents(loops, ext, main)
-    kernel = Kernel(nest.name, nest.params, nest.locals, main)
-    return RowKernel(kernel, nest, contiguous)
+    main = Let(first, _bin(BinaryOp.DIV, block, per_row), main)
+    # the extents only the dimensions between the next and the outermost divide by
+    main = _bind_extents(tuple(loops[d] for d in sorted(used_ext)),
+                         [ext[d] for d in sorted(used_ext)], main)
+    kernel = Kernel(nest.name, (*nest.params, rows_c), nest.locals, main)
+    return RowKernel(kernel, nest, contiguous, rows_c.name, margins)
+
+
+def rows_bounds_too_near_expr(rk: RowKernel, starts: Sequence[Expr],
+                              stops: Sequence[Expr]) -> Expr | None:
+    """TIL-13 as a host expression over the loops' bounds: whether some offset of a loop
+    variable in the body could wrap, so the rows kernel would return for every thread
+    and the host launches the flat kernel instead (``None``: never)."""
+    return _bounds_too_near_the_ends(rk.nest, starts, stops, rk.margins)
 
 
 def product(factors: Sequence[Expr]) -> Expr:
@@ -387,16 +487,32 @@ def row_count_expr(rk: RowKernel, extents: Sequence[Expr], block: int) -> Expr:
                     if d == rk.contiguous else e for d, e in enumerate(extents)])
 
 
+def row_blocks_expr(rk: RowKernel, extents: Sequence[Expr], block: int) -> Expr:
+    """``ceil(n_c / block)``, the blocks per row of a rows launch, as an ``i64`` host
+    expression over the nest's extents (TIL-12)."""
+    return _bin(BinaryOp.DIV, _bin(BinaryOp.ADD, extents[rk.contiguous], _c64(block - 1)),
+                _c64(block))
+
+
+def row_blocks_arg(rk: RowKernel, extents: Sequence[Expr], block: int) -> Expr:
+    """The ``rows_c`` argument of a rows launch: :func:`row_blocks_expr` as an ``i32``
+    (the host launches the rows kernel only when it fits, TIL-11)."""
+    return Cast(Scalar.I32, row_blocks_expr(rk, extents, block))
+
+
 def rows_pad_too_much_expr(rk: RowKernel, extents: Sequence[Expr], block: int) -> Expr:
-    """TIL-11 as a host expression: the flat kernel runs instead when nothing runs, or
-    when whole rows pad the nest by more than ``MAX_ROW_PADDING``:
-    ``total == 0 || (rows - total) * den > total * num``."""
+    """TIL-11 as a host expression: the flat kernel runs instead when nothing runs, when
+    whole rows pad the nest by more than ``MAX_ROW_PADDING``, or when the blocks per row
+    do not fit ``i32`` (TIL-12):
+    ``total == 0 || (rows - total) * den > total * num || rows_c > I32_MAX``."""
     total = product(extents)
     padded = row_count_expr(rk, extents, block)
     num, den = MAX_ROW_PADDING.numerator, MAX_ROW_PADDING.denominator
-    return _bin(BinaryOp.OR, _bin(BinaryOp.EQ, total, _c64(0)),
+    pads = _bin(BinaryOp.OR, _bin(BinaryOp.EQ, total, _c64(0)),
                 _bin(BinaryOp.GT, _bin(BinaryOp.MUL, _bin(BinaryOp.SUB, padded, total),
                                        _c64(den)), _bin(BinaryOp.MUL, total, _c64(num))))
+    return _bin(BinaryOp.OR, pads, _bin(BinaryOp.GT, row_blocks_expr(rk, extents, block),
+                                        _c64(I32_MAX)))
 
 
 def _known(extents: tuple[int, ...]) -> list[Expr]:
@@ -406,6 +522,11 @@ def _known(extents: tuple[int, ...]) -> list[Expr]:
 def row_count(rk: RowKernel, extents: tuple[int, ...], block: int = 256) -> int:
     """:func:`row_count_expr` at known extents."""
     return int(host_eval(row_count_expr(rk, _known(extents), block), {}))
+
+
+def row_blocks(rk: RowKernel, extents: tuple[int, ...], block: int = 256) -> int:
+    """:func:`row_blocks_expr` at known extents: the ``rows_c`` argument (TIL-12)."""
+    return int(host_eval(row_blocks_expr(rk, _known(extents), block), {}))
 
 
 def rows_pad_too_much(rk: RowKernel, extents: tuple[int, ...], block: int = 256) -> bool:

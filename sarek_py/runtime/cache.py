@@ -21,6 +21,7 @@ from typing import TypeVar
 
 import attrs
 
+from sarek_py.ir.effects import kernel_may_stop, kernel_writes
 from sarek_py.ir.memo import DEFAULT_LIMIT as DEFAULT_LIMIT
 from sarek_py.ir.memo import IdentityCache as IdentityCache
 from sarek_py.ir.memo import LruCache as LruCache
@@ -45,11 +46,9 @@ class KernelFacts:
 
 
 def _facts(kernel: Kernel) -> KernelFacts:
-    from sarek_py.runtime.base import can_stop, written_arrays
-
-    return KernelFacts(can_stop(kernel),
+    return KernelFacts(kernel_may_stop(kernel),
                        any(isinstance(n, Barrier) for n in iter_nodes(kernel.body)),
-                       written_arrays(kernel))
+                       kernel_writes(kernel))
 
 
 _FACTS: KernelCache[KernelFacts] = KernelCache(_facts)

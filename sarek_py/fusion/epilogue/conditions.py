@@ -17,14 +17,15 @@ from typing import Any
 
 import numpy as np
 
+from sarek_py.fusion.epilogue.accesses import accesses_stmt
+from sarek_py.fusion.epilogue.buffers import is_array, overlap, overlaps_itself, same_buffer
+from sarek_py.fusion.epilogue.legality import index_slice
 from sarek_py.fusion.refusal import FusionRefused
+from sarek_py.ir.host.launch import UNBOUND, Launch, LaunchArg
 from sarek_py.ir.nodes import Binary, BinaryOp, Cast, Empty, If, Kernel, Let, Ref, Stmt
 from sarek_py.ir.requires import Count, FusionRequires, FusionStep
 from sarek_py.ir.requires_check import register_checker
 from sarek_py.ir.visit import map_node
-
-#: how much work ``np.shares_memory`` may do before two arrays count as overlapping
-_SHARES_WORK = 100_000
 
 
 def producer_part(kernel: Kernel, step: FusionStep) -> Kernel:
@@ -61,54 +62,10 @@ def producer_part(kernel: Kernel, step: FusionStep) -> Kernel:
 # ------------------------------------------------------------------------------ buffers
 
 
-def _is_array(v: object) -> bool:
-    return isinstance(v, np.ndarray) or hasattr(v, "handle") and hasattr(v, "shape")
-
-
-def same_buffer(a: Any, b: Any) -> bool:
-    """Whether two bound arrays are one buffer: the same memory range with the same
-    shape, strides and dtype (LEG-1); two device buffers, the same buffer."""
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        return bool(a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
-                    and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype)
-    return a is b
-
-
-def overlap(a: Any, b: Any) -> bool:
-    """Whether two bound arrays may share memory (exactly decided up to a work bound;
-    past it they count as overlapping)."""
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        try:
-            return bool(np.shares_memory(a, b, max_work=_SHARES_WORK))  # type: ignore[arg-type]
-        except np.exceptions.TooHardError:
-            return True
-    return a is b
-
-
-def overlaps_itself(a: Any) -> str | None:
-    """Why two distinct elements of the numpy array ``a`` may share memory (a stride of 0,
-    or one smaller than the elements it steps over: ``as_strided`` views), else ``None``.
-    Such an array is not a buffer of distinct elements, which every fusion proof assumes
-    (LEG-1). Decided per axis, the axes sorted by stride, each stride at least the span of
-    the smaller ones: exact for one axis, conservative (it may say so wrongly) for more."""
-    if not isinstance(a, np.ndarray) or a.size <= 1:
-        return None
-    reach = a.itemsize
-    for stride, n in sorted((abs(s), n) for s, n in zip(a.strides, a.shape, strict=True)
-                            if n > 1):
-        if stride < reach:
-            return (f"its elements overlap one another (strides {a.strides} for "
-                    f"{a.itemsize}-byte elements, shape {a.shape})")
-        reach += stride * (n - 1)
-    return None
-
-
 def _check_buffers(kernel: Kernel, req: FusionRequires, args: Mapping[str, Any]) -> None:
     arrays = [(p.name, args.get(p.name)) for p in kernel.params if p.is_array]
     first = req.steps[0]
     why = f"the fusion of {first.producer} and {first.consumer} was proved for that"
-    from sarek_py.fusion.epilogue.fuse_kernels import accesses_stmt
-
     written = {a.array.name for a in accesses_stmt(kernel.body, kernel.helpers) if a.write}
     for na, a in arrays:
         itself = overlaps_itself(a) if na in written else None
@@ -118,7 +75,7 @@ def _check_buffers(kernel: Kernel, req: FusionRequires, args: Mapping[str, Any])
                 f"a buffer of distinct elements, but {itself}: {why}")
     for n, (na, a) in enumerate(arrays):
         for nb, b in arrays[n + 1:]:
-            if not (_is_array(a) and _is_array(b)):
+            if not (is_array(a) and is_array(b)):
                 continue
             if nb in req.group_of(na):
                 if not same_buffer(a, b):
@@ -144,10 +101,17 @@ def _count_value(c: Count, args: Mapping[str, Any]) -> int | None:
 def _placeholder(v: Any) -> Any:
     """What the analysis needs of an array argument: its shape (a device buffer becomes a
     zero-stride numpy array of its shape, which costs no memory)."""
-    if isinstance(v, np.ndarray) or not _is_array(v):
+    if isinstance(v, np.ndarray) or not is_array(v):
         return v
     shape = tuple(int(n) for n in v.shape)
     return np.lib.stride_tricks.as_strided(np.zeros(1, v.dtype), shape, (0,) * len(shape))
+
+
+def _bound(kernel: Kernel, args: Mapping[str, Any]) -> tuple[LaunchArg, ...]:
+    """The arguments of a launch of ``kernel`` as the launch record takes them (by
+    position, device buffers as :func:`_placeholder` arrays)."""
+    return tuple(_placeholder(args[p.name]) if p.name in args else UNBOUND
+                 for p in kernel.params)
 
 
 #: launches already checked, by kernel identity and the launch's numbers
@@ -159,7 +123,7 @@ def _step_key(kernel: Kernel, step: FusionStep, args: Mapping[str, Any], threads
     vals: list[Hashable] = []
     for p in kernel.params:
         v = args.get(p.name)
-        if v is not None and _is_array(v):
+        if v is not None and is_array(v):
             vals.append(("a", tuple(int(n) for n in v.shape)))
         elif isinstance(v, (bool, int, float, np.generic)):
             vals.append(("s", type(v).__name__, v.item() if isinstance(v, np.generic) else v))
@@ -170,9 +134,6 @@ def _step_key(kernel: Kernel, step: FusionStep, args: Mapping[str, Any], threads
 
 def _check_step(kernel: Kernel, part: Kernel, step: FusionStep, args: Mapping[str, Any],
                 threads: int, block: int) -> None:
-    from sarek_py.fusion.epilogue.legality import index_slice
-    from sarek_py.fusion.epilogue.sequence import KernelLaunch
-
     tc = _count_value(step.count, args)
     if tc is None:
         raise FusionRefused("LEG-14", f"launch of {kernel.name}: no integer argument for "
@@ -190,9 +151,8 @@ def _check_step(kernel: Kernel, part: Kernel, step: FusionStep, args: Mapping[st
     if hit is not None and hit[0] is kernel:
         res = hit[1]
     else:
-        bound = {k: _placeholder(v) for k, v in args.items()}
         try:
-            index_slice(KernelLaunch(part, threads, block, bound), step.array, tc)
+            index_slice(Launch(part, threads, block, _bound(kernel, args)), step.array, tc)
             res = None
         except FusionRefused as r:
             res = FusionRefused(

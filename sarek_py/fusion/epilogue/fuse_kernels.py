@@ -23,426 +23,52 @@ rewrite (:func:`fuse`). Names: P's are prefixed ``p_``, C's ``c_`` (ids shifted 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
 import attrs
 
-from sarek_py.analysis.effects import helper_effects
-from sarek_py.fusion.epilogue import conditions as _conditions  # noqa: F401  (registers the launch check)
+from sarek_py.fusion.epilogue.accesses import accesses_stmt
+from sarek_py.fusion.epilogue.consumer import Consumer, consumer_shape, window_conflict
+from sarek_py.fusion.epilogue.legality import declared_counts
 from sarek_py.fusion.epilogue.well_formed import well_formed
 from sarek_py.fusion.refusal import FusionRefused, Incompatible
 from sarek_py.ir.deep import deep
-from sarek_py.ir.intrinsics import GLOBAL_IDS, THREAD_INTRINSICS
-from sarek_py.ir.memo import IdentityCache
 from sarek_py.ir.nodes import (
-    Assign,
-    Barrier,
     Binary,
     BinaryOp,
-    Call,
     Cast,
     Const,
     Expr,
     For,
     HelperFunc,
     If,
-    Intrinsic,
     Kernel,
     Let,
-    Loc,
-    Read,
     Ref,
-    Return,
     Stmt,
-    Stop,
     Store,
     Var,
     reserve_ids,
     seq,
 )
-from sarek_py.ir.printer import print_expr
 from sarek_py.ir.requires import Count, FusionRequires, FusionStep
 from sarek_py.ir.typeof import scalar_type_of
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar, Type
-from sarek_py.ir.visit import RenameCtx, canonical_ids, iter_nodes, map_node, max_var_id, rename
+from sarek_py.ir.visit import RenameCtx, canonical_ids, map_node, max_var_id, rename
 
 __all__ = [
-    "GLOBAL_IDS",
-    "THREAD_INTRINSICS",
-    "Access",
-    "Consumer",
     "Ids",
-    "accesses_expr",
-    "accesses_stmt",
-    "consumer",
     "consumer_names",
-    "consumer_shape",
     "default_p_array",
     "ep_var",
     "fuse",
     "fused_body",
     "ids",
-    "index_copies",
     "insert",
-    "is_index",
     "merged_declarations",
     "producer_names",
     "shared_by_name",
-    "stopping_call",
-    "window_conflict",
 ]
-
-# ------------------------------------------------------------------------------ accesses
-
-
-@attrs.frozen
-class Access:
-    """One use of an array: which array, at which index (``None``: unknown, as when the
-    array is passed to a helper function), read or write."""
-
-    array: Var
-    index: tuple[Expr, ...] | None
-    write: bool
-    #: where the access is (the read, the store or the call)
-    loc: Loc | None = attrs.field(default=None, eq=False)
-
-
-@attrs.frozen
-class _Effects:
-    """What a helper function does with its array parameters (by position)."""
-
-    reads: frozenset[int]
-    writes: frozenset[int]
-    thread_intrinsic: bool
-    #: the helper may ``stop`` the thread (itself or through a helper it calls)
-    stops: bool = False
-
-
-def _helper_effects(
-    helpers: Sequence[HelperFunc], name: str, seen: frozenset[str] = frozenset()
-) -> _Effects | None:
-    """The effects of helper ``name`` on its array parameters, or ``None`` when unknown
-    (no such helper, or one on a call cycle): the one summary of specs/effects.md (EFF-1)."""
-    eff = helper_effects(helpers).get(name)
-    if eff is None or eff.on_cycle:
-        return None
-    return _Effects(eff.reads, eff.writes, eff.thread_intrinsic, eff.may_stop)
-
-
-def stopping_call(node: Expr | Stmt, helpers: Sequence[HelperFunc]) -> str | None:
-    """The name of a helper function called in ``node`` that may ``stop`` the thread
-    (itself or through the helpers it calls; an unknown function may), or ``None``."""
-    for n in iter_nodes(node):
-        if isinstance(n, Call):
-            eff = _helper_effects(helpers, n.func)
-            if eff is None or eff.stops:
-                return n.func
-    return None
-
-
-def _call_accesses(
-    call: Call, helpers: Sequence[HelperFunc], seen: frozenset[str]
-) -> list[Access]:
-    eff = _helper_effects(helpers, call.func, seen)
-    out: list[Access] = []
-    for k, arg in enumerate(call.args):
-        if isinstance(arg, Ref) and arg.var.is_array:
-            if eff is None or k in eff.reads:
-                out.append(Access(arg.var, None, False, call.loc))
-            if eff is None or k in eff.writes:
-                out.append(Access(arg.var, None, True, call.loc))
-    return out
-
-
-def _node_accesses(
-    node: Expr | Stmt, helpers: Sequence[HelperFunc], seen: frozenset[str]
-) -> list[Access]:
-    out: list[Access] = []
-    for n in iter_nodes(node):
-        match n:
-            case Read(array=a, index=ix):
-                out.append(Access(a, ix, False, n.loc))
-            case Store(array=a, index=ix):
-                out.append(Access(a, ix, True, n.loc))
-            case Call():
-                out.extend(_call_accesses(n, helpers, seen))
-            case _:
-                pass
-    return out
-
-
-#: accesses already computed, by the identity of the statement and of the helpers
-_MEMO: dict[tuple[int, int, frozenset[str]], tuple[Stmt, Sequence[HelperFunc], list[Access]]] = {}
-
-
-def accesses_stmt(
-    s: Stmt, helpers: Sequence[HelperFunc] = (), seen: frozenset[str] = frozenset()
-) -> list[Access]:
-    """Every array access of ``s``, in order (the seed's ``accesses_stmt``).
-
-    An array passed to a helper function is an access at an unknown index (``None``),
-    a read and/or a write as the helper's body says (both when the helper is unknown).
-    ``Length`` reads no element and is not an access. Results are remembered for the
-    same (immutable) statement and helpers, since the checks ask for them repeatedly.
-    """
-    key = (id(s), id(helpers), seen)
-    hit = _MEMO.get(key)
-    if hit is not None and hit[0] is s and hit[1] is helpers:
-        return list(hit[2])
-    out = _node_accesses(s, helpers, seen)
-    if len(_MEMO) > 512:
-        _MEMO.clear()
-    _MEMO[key] = (s, helpers, out)
-    return list(out)
-
-
-def accesses_expr(
-    e: Expr, helpers: Sequence[HelperFunc] = (), seen: frozenset[str] = frozenset()
-) -> list[Access]:
-    """Every array access of ``e`` (the seed's ``accesses_expr``)."""
-    return _node_accesses(e, helpers, seen)
-
-
-def is_index(i: Var, index: tuple[Expr, ...] | None,
-             copies: frozenset[Var] = frozenset()) -> bool:
-    """Whether ``index`` is exactly ``[i]`` (the seed's ``is_index``), where ``i`` may also
-    be one of ``copies``, immutable ``let`` copies of it (EF-3), or a widening cast of one."""
-    if index is None or len(index) != 1:
-        return False
-    return _is_copy(index[0], i, copies)
-
-
-def _is_copy(e: Expr, i: Var, copies: frozenset[Var]) -> bool:
-    match e:
-        case Ref(var=v):
-            return v == i or v in copies
-        case Cast(to=t, arg=x) if t in (Scalar.I32, Scalar.I64):
-            src = scalar_type_of(x)
-            return (src is Scalar.I32 or src is t) and _is_copy(x, i, copies)
-    return False
-
-
-def index_copies(i: Var, body: Stmt) -> frozenset[Var]:
-    """The immutable ``let`` variables of ``body`` that always hold ``i``: every binding
-    of each is ``i``, another such variable, or a widening cast of one (EF-3). A
-    variable also bound otherwise (a ``for`` loop's, one assigned) is never a copy."""
-    lets: dict[Var, list[Expr]] = {}
-    other: set[Var] = set()
-    for n in iter_nodes(body):
-        if isinstance(n, Let):
-            lets.setdefault(n.var, []).append(n.value)
-        elif isinstance(n, For):
-            other.add(n.var)
-        elif isinstance(n, Assign):
-            other.add(n.var)
-    for v in other:
-        lets.pop(v, None)
-    copies: frozenset[Var] = frozenset()
-    while True:
-        more = frozenset(v for v, vals in lets.items()
-                         if not v.mutable and v != i and isinstance(v.type, Scalar)
-                         and v.type.is_int and all(_is_copy(x, i, copies) for x in vals))
-        if more == copies:
-            return copies
-        copies = more
-
-
-# -------------------------------------------------------------------------- consumer shape
-
-
-@attrs.frozen
-class Consumer:
-    """An element-wise consumer: ``let index = <global id> in body``.
-
-    ``reads_at_index``: array parameters C reads only at ``index`` (or not at all);
-    ``written``: array parameters C writes (always at ``index``).
-    """
-
-    kernel: Kernel
-    index: Var
-    body: Stmt
-    reads_at_index: tuple[str, ...]
-    written: tuple[str, ...]
-    accesses: tuple[Access, ...] = ()
-    #: immutable ``let`` copies of ``index`` (``let t = i in y[t]`` is at the index, EF-3)
-    copies: frozenset[Var] = frozenset()
-
-    def at_index(self, index: tuple[Expr, ...] | None) -> bool:
-        """Whether an access at ``index`` is at C's own element (EF-3)."""
-        return is_index(self.index, index, self.copies)
-
-
-def _refuse_construct(body: Stmt, helpers: Sequence[HelperFunc], kname: str) -> None:
-    for n in iter_nodes(body):
-        match n:
-            case Intrinsic(name=nm) if nm in THREAD_INTRINSICS:
-                raise FusionRefused(
-                    "EF-2", f"consumer {kname} uses the thread intrinsic {nm} in its body",
-                    n.loc)
-            case Barrier():
-                raise FusionRefused("EF-2", f"consumer {kname} has a barrier", n.loc)
-            case Return():
-                raise FusionRefused("EF-2", f"consumer {kname} has a return", n.loc)
-            case Stop():
-                raise FusionRefused("EF-2", f"consumer {kname} has a stop", n.loc)
-            case Call(func=f):
-                eff = _helper_effects(helpers, f)
-                if eff is None or eff.thread_intrinsic or eff.stops:
-                    what = "uses a thread intrinsic" if eff is None or eff.thread_intrinsic \
-                        else "may stop the thread"
-                    raise FusionRefused(
-                        "EF-2",
-                        f"consumer {kname} calls {f}, which {what}"
-                        if eff is not None else f"consumer {kname} calls unknown function {f}",
-                        n.loc)
-            case _:
-                pass
-
-
-def _shape_or_refusal(kernel: Kernel) -> Consumer | FusionRefused:
-    try:
-        return _consumer_shape(kernel)
-    except FusionRefused as r:
-        return r
-
-
-_SHAPES: IdentityCache[Kernel, Consumer | FusionRefused] = IdentityCache(_shape_or_refusal, 256)
-
-
-@deep
-def consumer_shape(kernel: Kernel) -> Consumer:
-    """Recognise an element-wise consumer, or raise :class:`FusionRefused` (EF-1..EF-4).
-
-    The answer is remembered for the same (immutable) kernel object."""
-    res = _SHAPES.get(kernel)
-    if isinstance(res, FusionRefused):
-        raise res
-    return res
-
-
-def _consumer_shape(kernel: Kernel) -> Consumer:
-    b = kernel.body
-    kname = kernel.name
-    if not (isinstance(b, Let) and isinstance(b.value, Intrinsic)
-            and b.value.name in GLOBAL_IDS and not b.value.args):
-        raise FusionRefused(
-            "EF-1",
-            f"consumer {kname} is not of the form `let i = global_thread_id in body`",
-            b.loc or kernel.loc)
-    if b.var.mutable:
-        raise FusionRefused("EF-1", f"consumer {kname}'s index {b.var.name} is mutable",
-                            b.loc)
-    i, body = b.var, b.body
-    _refuse_construct(body, kernel.helpers, kname)
-    for lv in kernel.locals:
-        if isinstance(lv.type, ArrayType) and lv.type.space is MemSpace.SHARED:
-            raise FusionRefused(
-                "EF-2", f"consumer {kname} declares the shared array {lv.name}", kernel.loc)
-    params = {p.id for p in kernel.params if p.is_array}
-    acc = [a for a in accesses_stmt(body, kernel.helpers) if a.array.id in params]
-    copies = index_copies(i, body)
-    elsewhere: dict[str, Access] = {}
-    written: list[str] = []
-    for a in acc:
-        if a.write:
-            if not is_index(i, a.index, copies):
-                raise FusionRefused(
-                    "EF-3", f"consumer {kname} writes {a.array.name} away from its index "
-                    f"{i.name}: {_where(a)}", a.loc or kernel.loc)
-            if a.array.name not in written:
-                written.append(a.array.name)
-        elif not is_index(i, a.index, copies):
-            elsewhere.setdefault(a.array.name, a)
-    for w in written:
-        if w in elsewhere:
-            raise FusionRefused(
-                "EF-4",
-                f"consumer {kname} writes {w} and reads it away from its index {i.name}: "
-                f"{_where(elsewhere[w])}", elsewhere[w].loc or kernel.loc)
-    reads = tuple(p.name for p in kernel.params if p.is_array and p.name not in elsewhere)
-    well_formed(kernel, "consumer")  # what the analysis above takes for granted (EF-1)
-    return Consumer(kernel, i, body, reads, tuple(written), tuple(acc), copies)
-
-
-def _where(a: Access) -> str:
-    """An access as the user wrote it: ``y[i + 1]``, or the call it is passed to."""
-    if a.index is None:
-        return f"{a.array.name} is passed to a function that " \
-            f"{'writes' if a.write else 'reads'} it"
-    return f"{a.array.name}[{', '.join(print_expr(x) for x in a.index)}]"
-
-
-@deep
-def consumer(kernel: Kernel) -> Consumer | FusionRefused:
-    """:func:`consumer_shape` as a result: the consumer, or the refusal (not raised)."""
-    try:
-        return consumer_shape(kernel)
-    except FusionRefused as r:
-        return r
-
-
-# ----------------------------------------------------------------------- launch window core
-
-
-def window_conflict(
-    producer: Kernel,
-    c: Consumer,
-    p_buffer: Callable[[Var], Hashable],
-    c_buffer: Callable[[Var], Hashable],
-    intermediate: Hashable,
-    rule: str,
-) -> FusionRefused | None:
-    """The window check, given which buffer each array parameter names.
-
-    C reads nothing P writes except the intermediate, and that only at its index; C
-    writes nothing P reads, nothing P writes other than the intermediate, and nothing it
-    reads itself away from its index (EF-9 with ``shared`` as the naming, LEG-7 with the
-    launches' buffers). Returns the refusal, or ``None``.
-    """
-    p_params = {p.id for p in producer.params if p.is_array}
-    p_acc = [a for a in accesses_stmt(producer.body, producer.helpers)
-             if a.array.id in p_params]
-    p_w = {p_buffer(a.array) for a in p_acc if a.write}
-    p_r = {p_buffer(a.array) for a in p_acc if not a.write}
-    c_else = {c_buffer(a.array): a.array.name for a in c.accesses
-              if not a.write and not c.at_index(a.index)}
-    pn, cn = producer.name, c.kernel.name
-
-    def which(b: Hashable, nm: str, write: bool) -> str:
-        """``", which producer P reads"``, naming the buffer as P does when P's name for
-        it is not C's ``nm`` (the user's names, LEG-7)."""
-        names = list(dict.fromkeys(a.array.name for a in p_acc
-                                   if p_buffer(a.array) == b and a.write == write))
-        verb = "writes" if write else "reads"
-        if names == [nm] or not names:
-            return f", which producer {pn} {verb}"
-        return f", the buffer producer {pn} {verb} as {', '.join(names)}"
-
-    for a in c.accesses:
-        b = c_buffer(a.array)
-        nm = a.array.name
-        why = None
-        if not a.write and b in p_w:
-            if b != intermediate:
-                why = (f"consumer {cn} reads {nm}{which(b, nm, True)} (only the "
-                       "intermediate array may be read)")
-            elif not c.at_index(a.index):
-                why = (f"consumer {cn} reads the intermediate {nm} away from its index "
-                       f"{c.index.name}: {_where(a)}")
-        elif a.write:
-            if b in p_r:
-                why = f"consumer {cn} writes {nm}{which(b, nm, False)}"
-            elif b in p_w and b != intermediate:
-                why = f"consumer {cn} writes {nm}{which(b, nm, True)} too"
-            elif b in c_else:
-                other = c_else[b]
-                why = (f"consumer {cn} writes {nm}, which it also reads "
-                       + (f"as {other} " if other != nm else "")
-                       + f"away from its index {c.index.name}")
-        if why is not None:
-            return FusionRefused(rule, why, a.loc or c.kernel.loc)
-    return None
-
 
 # --------------------------------------------------------------------------------- rewrite
 
@@ -757,7 +383,7 @@ def fuse(
     if also:
         raise FusionRefused("EF-9", f"producer {producer.name} writes the intermediate "
                             f"{p_array}'s buffer also through {', '.join(also)}")
-    counts = None if threads is None else _declared_counts(producer, p_array, threads)
+    counts = None if threads is None else declared_counts(producer, p_array, threads)
     the_ids = ids(producer, consumer)
     params, locals_, helpers = merged_declarations(producer, consumer, shared, the_ids)
     cn = consumer_names(producer, consumer, shared, the_ids.c_shift)
@@ -788,42 +414,6 @@ def _requires(producer: Kernel, consumer: Kernel, p_array: str, count: str,
                       th)  # type: ignore[arg-type]
     return FusionRequires((step, *(inner.steps if inner else ())),
                           inner.same if inner else ())
-
-
-def _declared_counts(producer: Kernel, p_array: str,
-                     threads: tuple[Count, Count]) -> tuple[Count, Count]:
-    """Check ``threads=(tp, tc)`` of :func:`fuse` and prove at once that P launched on
-    ``tp`` threads stores every element of ``[0, tc)`` exactly once, for every value of
-    P's scalar parameters (LEG-16)."""
-    from sarek_py.fusion.epilogue.legality import index_slice
-    from sarek_py.fusion.epilogue.sequence import ArgValue, KernelLaunch
-
-    if not (isinstance(threads, tuple) and len(threads) == 2):
-        raise FusionRefused("LEG-16", f"threads must be a pair (tp, tc), not {threads!r}")
-    ints = {p.name: p for p in producer.params
-            if not p.is_array and p.type in (Scalar.I32, Scalar.I64)}
-    exprs: list[Expr] = []
-    for what, t in zip(("tp", "tc"), threads, strict=True):
-        if isinstance(t, str) and t in ints:
-            exprs.append(Ref(ints[t]))
-        elif isinstance(t, int) and not isinstance(t, bool) and 0 <= t <= 2**31 - 1:
-            exprs.append(Const(t, Scalar.I32))
-        else:
-            raise FusionRefused(
-                "LEG-16", f"threads: {what} = {t!r} is neither a thread count (0 .. 2^31-1) "
-                f"nor an integer scalar parameter of {producer.name}")
-    args: dict[str, ArgValue] = {p.name: Ref(p) for p in producer.params
-                                 if not p.is_array and isinstance(p.type, Scalar)
-                                 and (p.type.is_int or p.type is Scalar.BOOL)}
-    launch = KernelLaunch(producer, exprs[0] if isinstance(threads[0], str) else threads[0],
-                          256, args)
-    tc: int | Expr = exprs[1] if isinstance(threads[1], str) else threads[1]
-    try:
-        index_slice(launch, p_array, tc)
-    except FusionRefused as r:
-        raise FusionRefused(
-            r.rule, f"with threads=({threads[0]}, {threads[1]}): {r.reason}", r.loc) from None
-    return threads[0], threads[1]
 
 
 def shared_by_name(producer: Kernel, consumer: Kernel) -> dict[str, str]:

@@ -40,17 +40,13 @@ from sarek_py.analysis.affine.queries import (
 )
 from sarek_py.analysis.affine.reasons import Cause, affine_cause, cause, quote
 from sarek_py.analysis.affine.wrap import tests_and_lets, wrap_risk
-from sarek_py.fusion.epilogue.fuse_kernels import (
-    Consumer,
-    accesses_stmt,
-    consumer_shape,
-    stopping_call,
-    window_conflict,
-)
-from sarek_py.fusion.epilogue.sequence import ArgValue, KernelLaunch, is_symbolic
+from sarek_py.fusion.epilogue.accesses import accesses_stmt, stopping_call
+from sarek_py.fusion.epilogue.buffers import arg_buffer, buffer_key, overlap, overlaps_itself
+from sarek_py.fusion.epilogue.consumer import Consumer, consumer_shape, window_conflict
 from sarek_py.fusion.epilogue.well_formed import well_formed
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.deep import deep
+from sarek_py.ir.host.launch import UNBOUND, Launch, LaunchArg, is_symbolic
 from sarek_py.ir.intrinsics import GLOBAL_IDS
 from sarek_py.ir.nodes import (
     Assign,
@@ -83,6 +79,7 @@ from sarek_py.ir.nodes import (
     iter_stmts,
 )
 from sarek_py.ir.printer import print_expr
+from sarek_py.ir.requires import Count
 from sarek_py.ir.typeof import scalar_type_of, type_of
 from sarek_py.ir.types import Scalar
 from sarek_py.ir.visit import iter_nodes, substitute
@@ -196,7 +193,7 @@ Value = Aff | GSet
 class _Analysis:
     """The walk of P's body that collects its stores to the intermediate."""
 
-    launch: KernelLaunch
+    launch: Launch
     array: Var
     universe: GSet
     env: dict[int, Value] = attrs.field(factory=dict)
@@ -232,7 +229,7 @@ class _Analysis:
             case Intrinsic(name=n, args=()):
                 return self._intrinsic(n)
             case Length(array=v, dim=d):
-                arr = self.launch.args.get(v.name)
+                arr = self.launch.by_name.get(v.name)
                 if isinstance(arr, np.ndarray) and d < arr.ndim:
                     return Aff(0, int(arr.shape[d]))
                 return None
@@ -248,10 +245,11 @@ class _Analysis:
     def _intrinsic(self, n: str) -> Aff | None:
         if n in GLOBAL_IDS:
             return Aff(1, 0)
-        if n == "block_dim_x":
-            return Aff(0, self.launch.block)
-        if n == "grid_dim_x" and isinstance(self.launch.threads, int):
-            return Aff(0, -(-self.launch.threads // self.launch.block))
+        threads, block = self.launch.threads, self.launch.block
+        if n == "block_dim_x" and isinstance(block, int):
+            return Aff(0, block)
+        if n == "grid_dim_x" and isinstance(threads, int) and isinstance(block, int):
+            return Aff(0, -(-threads // block))
         return None
 
     def _binary(self, op: BinaryOp, lhs: Expr, rhs: Expr) -> Aff | None:
@@ -548,35 +546,17 @@ def _missing(pieces: Sequence[tuple[int, int, Aff]], tc: int) -> str:
 # ---------------------------------------------------------------------------- buffers
 
 
-def buffer_key(v: ArgValue) -> Hashable | None:
-    """The identity of the buffer an argument names (``None`` for a scalar).
-
-    Two numpy arrays are the same buffer only when they are the same memory range with
-    the same shape, strides and dtype (a prefix ``t[:k]`` of ``t``, or ``t.view(i32)``,
-    is not ``t``); arrays that overlap otherwise are refused by :func:`launch_window`
-    (LEG-1, LEG-7).
-    """
-    if isinstance(v, str):
-        return ("buffer", v)
-    if isinstance(v, np.ndarray):
-        start = v.__array_interface__["data"][0]
-        return ("array", start, v.shape, v.strides, v.dtype.str)
-    return None
-
-
-def _partial_alias(launches: Sequence[KernelLaunch]) -> str | None:
+def _partial_alias(launches: Sequence[Launch]) -> str | None:
     """Two arrays bound in ``launches`` that overlap without being the same buffer
     (LEG-1: the same memory, shape, strides and dtype), or one a kernel writes whose own
     elements overlap (a stride-0 or ``as_strided`` view: no buffer of distinct elements,
     LEG-1; read only, such an array is harmless: ``np.broadcast_to`` inputs fuse)."""
-    from sarek_py.fusion.epilogue.conditions import overlap, overlaps_itself
-
-    arrays = [(f"{lc.kernel.name}.{k}", v) for lc in launches for k, v in lc.args.items()
+    arrays = [(f"{lc.kernel.name}.{k}", v) for lc in launches for k, v in lc.by_name.items()
               if isinstance(v, np.ndarray)]
     for lc in launches:
         k = lc.kernel
         for acc in accesses_stmt(k.body, k.helpers):
-            v = lc.args.get(acc.array.name) if acc.write and acc.array in k.params else None
+            v = lc.by_name.get(acc.array.name) if acc.write and acc.array in k.params else None
             itself = overlaps_itself(v)
             if itself is not None:
                 return (f"{k.name}.{acc.array.name}, which {k.name} writes, is bound to an "
@@ -589,14 +569,16 @@ def _partial_alias(launches: Sequence[KernelLaunch]) -> str | None:
     return None
 
 
-def _buffers(launch: KernelLaunch) -> dict[str, Hashable]:
+def _buffers(launch: Launch, role: str) -> dict[str, Hashable]:
+    """The buffer of each array parameter of ``launch`` (:func:`arg_buffer`; ``role``:
+    ``"p"`` or ``"c"``), refusing an array bound to nothing or to a scalar (LEG-1)."""
     out: dict[str, Hashable] = {}
-    for p in launch.kernel.params:
+    for i, (p, a) in enumerate(zip(launch.kernel.params, launch.args, strict=False)):
         if p.is_array:
-            if p.name not in launch.args:
+            if a is UNBOUND:
                 raise FusionRefused("LEG-1", f"launch of {launch.kernel.name} binds nothing "
                                     f"to {p.name}")
-            key = buffer_key(launch.args[p.name])
+            key = arg_buffer(launch, i, role)
             if key is None:
                 raise FusionRefused("LEG-1", f"launch of {launch.kernel.name} binds a "
                                     f"scalar to the array {p.name}")
@@ -607,14 +589,14 @@ def _buffers(launch: KernelLaunch) -> dict[str, Hashable]:
 # ------------------------------------------------------------------------------- checks
 
 
-def _symbolic(producer: KernelLaunch, tc: int | Expr) -> bool:
+def _symbolic(producer: Launch, tc: int | Expr) -> bool:
     if is_symbolic(producer.threads) or is_symbolic(tc):
         return True
-    return any(is_symbolic(producer.args.get(p.name))
+    return any(is_symbolic(producer.by_name.get(p.name))
                for p in producer.kernel.params if not p.is_array)
 
 
-def index_slice(producer: KernelLaunch, p_array: str, tc: int | Expr,
+def index_slice(producer: Launch, p_array: str, tc: int | Expr,
                 consumer: str | None = None) -> None:
     """Prove that P's launch stores each element of ``[0, tc)`` of ``p_array`` exactly
     once (the seed's ``Index_slice``), or raise :class:`FusionRefused` (LEG-2..LEG-6,
@@ -636,9 +618,10 @@ def index_slice(producer: KernelLaunch, p_array: str, tc: int | Expr,
     if tc > I32_MAX:
         raise FusionRefused("LEG-6", _EP_TC.format(k=k.name, tc=tc), k.loc)
     an = _Analysis(producer, arr, GSet.range(0, producer.threads - 1))
+    named = producer.by_name
     for p in k.params:
-        if not p.is_array and p.name in producer.args:
-            v = producer.args[p.name]
+        if not p.is_array and p.name in named:
+            v = named[p.name]
             if p.type is Scalar.BOOL and isinstance(v, (bool, np.bool_)):
                 an.env[p.id] = an.universe if bool(v) else GSet()
             elif isinstance(p.type, Scalar) and p.type.is_int and isinstance(
@@ -669,7 +652,7 @@ _NOT_EXACT_RULE = {"index": "LEG-2", "alternatives": "LEG-2", "loop": "LEG-5",
                    "leave": "LEG-5"}
 
 
-def _as_expr(v: ArgValue, t: Scalar) -> Expr | None:
+def _as_expr(v: LaunchArg, t: Scalar) -> Expr | None:
     if is_symbolic(v):
         return v
     if isinstance(v, (bool, np.bool_)) and t is Scalar.BOOL:
@@ -683,7 +666,7 @@ def _host_vars(e: Expr) -> frozenset[Var]:
     return frozenset(x.var for x in iter_nodes(e) if isinstance(x, Ref))
 
 
-def _index_slice_symbolic(producer: KernelLaunch, arr: Var, tc: int | Expr) -> None:
+def _index_slice_symbolic(producer: Launch, arr: Var, tc: int | Expr) -> None:
     """LEG-12: counts and scalar arguments as host symbols, by the affine analysis
     (:mod:`sarek_py.analysis.affine.queries`): store sites with exact guards, then coverage of
     ``[0, tc)`` exactly once by Fourier-Motzkin."""
@@ -693,9 +676,10 @@ def _index_slice_symbolic(producer: KernelLaunch, arr: Var, tc: int | Expr) -> N
         raise FusionRefused("LEG-5", f"{k.name}: the producer may stop (the elements it "
                             "would store after the stop are not known)", stop.loc)
     binding: dict[Var, Expr] = {}
+    named = producer.by_name
     for p in k.params:
-        if not p.is_array and isinstance(p.type, Scalar) and p.name in producer.args:
-            e = _as_expr(producer.args[p.name], p.type)
+        if not p.is_array and isinstance(p.type, Scalar) and p.name in named:
+            e = _as_expr(named[p.name], p.type)
             if e is not None:
                 binding[p] = e
     body = substitute(k.body, binding)
@@ -763,11 +747,11 @@ def _may_wrap(body: Stmt, arr: Var, ctx: AffineCtx, threads: AffineForm) -> Expr
     return wrap_risk(exprs, attrs.evolve(ctx, defs=defs), known)
 
 
-def launch_window(producer: KernelLaunch, consumer: KernelLaunch, c: Consumer,
+def launch_window(producer: Launch, consumer: Launch, c: Consumer,
                   p_array: str) -> None:
     """With the buffers of both launches: C reads nothing else P writes, and writes
     nothing P or C reads elsewhere (the seed's ``Launch_window``, LEG-7)."""
-    pb, cb = _buffers(producer), _buffers(consumer)
+    pb, cb = _buffers(producer, "p"), _buffers(consumer, "c")
     partial = _partial_alias((producer, consumer))
     if partial is not None:
         raise FusionRefused("LEG-7", partial, consumer.kernel.loc)
@@ -794,11 +778,11 @@ class Plan:
     shared: Mapping[str, str]
 
 
-def derive_shared(producer: KernelLaunch, consumer: KernelLaunch) -> dict[str, str]:
+def derive_shared(producer: Launch, consumer: Launch) -> dict[str, str]:
     """Each C array parameter bound to a buffer one of P's is bound to, mapped to the
     first such P parameter that P writes, else the first such one (LEG-8): with
     ``scale(x, x)`` the consumer's parameter bound to ``x`` is the ``tmp`` P writes."""
-    pb, cb = _buffers(producer), _buffers(consumer)
+    pb, cb = _buffers(producer, "p"), _buffers(consumer, "c")
     pk = producer.kernel
     written = {a.array.name for a in accesses_stmt(pk.body, pk.helpers) if a.write}
     out: dict[str, str] = {}
@@ -810,7 +794,7 @@ def derive_shared(producer: KernelLaunch, consumer: KernelLaunch) -> dict[str, s
     return out
 
 
-def derive_p_array(producer: KernelLaunch, c: Consumer, shared: Mapping[str, str]) -> str:
+def derive_p_array(producer: Launch, c: Consumer, shared: Mapping[str, str]) -> str:
     """The buffer P writes that C reads: it must be one (LEG-8)."""
     pk = producer.kernel
     written = {a.array.name for a in accesses_stmt(pk.body, pk.helpers) if a.write}
@@ -832,7 +816,7 @@ def _names(names: set[str]) -> str:
 
 
 @deep
-def check_launches(producer: KernelLaunch, consumer: KernelLaunch, *,
+def check_launches(producer: Launch, consumer: Launch, *,
                    p_array: str | None = None) -> Plan:
     """Both checks of the seed (``Index_slice``, ``Launch_window``) on two launches;
     returns the intermediate and the ``shared`` mapping to fuse with, or raises
@@ -848,3 +832,36 @@ def check_launches(producer: KernelLaunch, consumer: KernelLaunch, *,
     launch_window(producer, consumer, c, p_array)
     index_slice(producer, p_array, consumer.threads, consumer.kernel.name)
     return Plan(p_array, shared)
+
+
+def declared_counts(producer: Kernel, p_array: str,
+                    threads: tuple[Count, Count]) -> tuple[Count, Count]:
+    """Check ``threads=(tp, tc)`` of :func:`~sarek_py.fusion.epilogue.fuse_kernels.fuse` and prove at once that P launched on
+    ``tp`` threads stores every element of ``[0, tc)`` exactly once, for every value of
+    P's scalar parameters (LEG-16)."""
+    if not (isinstance(threads, tuple) and len(threads) == 2):
+        raise FusionRefused("LEG-16", f"threads must be a pair (tp, tc), not {threads!r}")
+    ints = {p.name: p for p in producer.params
+            if not p.is_array and p.type in (Scalar.I32, Scalar.I64)}
+    exprs: list[Expr] = []
+    for what, t in zip(("tp", "tc"), threads, strict=True):
+        if isinstance(t, str) and t in ints:
+            exprs.append(Ref(ints[t]))
+        elif isinstance(t, int) and not isinstance(t, bool) and 0 <= t <= 2**31 - 1:
+            exprs.append(Const(t, Scalar.I32))
+        else:
+            raise FusionRefused(
+                "LEG-16", f"threads: {what} = {t!r} is neither a thread count (0 .. 2^31-1) "
+                f"nor an integer scalar parameter of {producer.name}")
+    # every integer or boolean scalar parameter is a symbol; the others are not known
+    args = tuple(Ref(p) if not p.is_array and isinstance(p.type, Scalar) and (
+        p.type.is_int or p.type is Scalar.BOOL) else UNBOUND for p in producer.params)
+    launch = Launch(producer, exprs[0] if isinstance(threads[0], str) else threads[0],
+                    256, args)
+    tc: int | Expr = exprs[1] if isinstance(threads[1], str) else threads[1]
+    try:
+        index_slice(launch, p_array, tc)
+    except FusionRefused as r:
+        raise FusionRefused(
+            r.rule, f"with threads=({threads[0]}, {threads[1]}): {r.reason}", r.loc) from None
+    return threads[0], threads[1]

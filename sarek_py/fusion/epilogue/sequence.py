@@ -1,9 +1,12 @@
 """Fusion of a straight-line sequence of launches (specs/fusion-legality.md, LEG-10).
 
-:class:`KernelLaunch` is the small launch record the fusion needs: the kernel, its thread
-count and block size, and what is bound to each parameter (a buffer name or a numpy array
-for an array parameter, a value for a scalar). The full launch node of the host program
-(seed 001) is richer; it converts to this record.
+The launches are the one launch record, :class:`~sarek_py.ir.host.launch.Launch`
+(LCH-24), whether a pipeline recorded them, a user spelled them with
+:func:`~sarek_py.ir.host.launch.KernelLaunch` or a host program holds them: array
+arguments name buffers (a name, a ``Ref`` of a host array, a numpy array), counts and
+scalar arguments are values or symbolic host expressions (LEG-12).
+:func:`host_segments` finds the runs of launches of a host program and evaluates in them
+what the host already knows (:func:`known_values`); nothing is converted.
 
 :func:`fuse_launches` walks the launches in order and fuses every adjacent
 producer/consumer pair that is legal, deriving ``shared`` and the intermediate array from
@@ -14,79 +17,22 @@ chains fuse. It returns the new launches and a report with a decision per pair.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypeGuard
 
 import attrs
-import numpy as np
 
+from sarek_py.fusion.epilogue.buffers import arg_buffer
+from sarek_py.fusion.epilogue.fuse_kernels import fuse
+from sarek_py.fusion.epilogue.legality import check_launches
 from sarek_py.fusion.epilogue.user_names import fused_names, in_user_names
 from sarek_py.fusion.policy import Target, contraction_refusal
 from sarek_py.fusion.refusal import FusionRefused, Options
 from sarek_py.ir.deep import SHALLOW, call_deep, deep, in_deep_thread, tree_depth
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.host.evaluate import host_eval
-from sarek_py.ir.host.launch import Launch, Sync
+from sarek_py.ir.host.launch import Launch, LaunchArg, Sync, is_symbolic
 from sarek_py.ir.host.program import Block, HAssign, Program
-from sarek_py.ir.nodes import EXPR_TYPES, Expr, Kernel, Loc, Ref
+from sarek_py.ir.nodes import Kernel, Loc, Ref
 from sarek_py.ir.visit import var_names
-
-ArgValue = str | int | float | bool | np.ndarray | np.generic | Expr
-"""A launch argument: a buffer name or a numpy array (arrays), a value or a symbolic host
-expression (scalars)."""
-
-
-def is_symbolic(v: object) -> TypeGuard[Expr]:
-    """Whether a launch value is a symbolic host expression (LEG-12)."""
-    return isinstance(v, EXPR_TYPES)
-
-
-def _count(v: object, what: str, low: int) -> int | Expr:
-    """A launch's thread count or block size as a Python int (numpy integers included),
-    or a symbolic expression (threads only); anything else is a ``TypeError``, a number
-    out of ``low``..2**31-1 (block) / 2**63-1 (threads) a ``ValueError`` (LCH-23)."""
-    if what == "threads" and is_symbolic(v):
-        return v
-    if isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer):
-        raise TypeError(f"KernelLaunch {what} must be an integer, not "
-                        f"{type(v).__name__} {v!r}")
-    high = 2 ** 31 - 1 if what == "block" else 2 ** 63 - 1
-    if not low <= int(v) <= high:
-        raise ValueError(f"KernelLaunch {what} = {int(v)} is not in {low}..{high}")
-    return int(v)
-
-
-def _threads(v: object) -> int | Expr:
-    return _count(v, "threads", 0)
-
-
-def _block(v: object) -> int:
-    b = _count(v, "block", 1)
-    if not isinstance(b, int):  # pragma: no cover - _count gives an int for "block"
-        raise TypeError(f"KernelLaunch block must be an integer, not {b!r}")
-    return b
-
-
-def _frozen_args(m: Mapping[str, ArgValue]) -> Mapping[str, ArgValue]:
-    return dict(m)
-
-
-@attrs.frozen(eq=False)
-class KernelLaunch:
-    """One launch: ``threads`` threads (ids ``0 .. threads-1``) in blocks of ``block``.
-
-    ``args`` maps every parameter name of ``kernel`` to a buffer name (``str``) or a
-    numpy array for an array parameter (two numpy arrays are the same buffer only when
-    they are the same memory range with the same shape, strides and dtype; any other
-    overlap is partial aliasing, LEG-1, LEG-7), and to a Python or numpy scalar for a scalar
-    parameter. ``threads`` and scalar arguments may also be *symbolic*: an IR expression
-    over host variables whose values are not known but do not change between the
-    launches looked at together (LEG-12).
-    """
-
-    kernel: Kernel
-    threads: int | Expr = attrs.field(converter=_threads)
-    block: int = attrs.field(default=256, converter=_block)
-    args: Mapping[str, ArgValue] = attrs.field(factory=dict, converter=_frozen_args)
 
 
 @attrs.frozen
@@ -119,51 +65,52 @@ class Decision:
         return f"{self.producer} -> {self.consumer}: not fused: [{self.rule}] {self.reason}{at}"
 
 
-def fused_launch(p: KernelLaunch, c: KernelLaunch, fused: Kernel,
-                 shared: Mapping[str, str]) -> KernelLaunch:
-    """The launch of ``fused``: P's geometry, P's arguments, C's unshared ones, ``ep_tc``."""
-    args: dict[str, ArgValue] = {"p_" + k: v for k, v in p.args.items()}
-    args.update({"c_" + k: v for k, v in c.args.items() if k not in shared})
+def fused_launch(p: Launch, c: Launch, fused: Kernel, shared: Mapping[str, str]) -> Launch:
+    """The launch of ``fused``: P's geometry, P's arguments, C's unshared ones, and C's
+    thread count for ``ep_tc`` (the fused kernel's parameters in this order, EF-5); the
+    scratch buffers of both launches stay scratch buffers (LCH-5: a scratch argument is
+    never shared, its buffer belongs to its launch)."""
+    args: dict[str, LaunchArg] = {"p_" + k: v for k, v in p.by_name.items()}
+    args.update({"c_" + k: v for k, v in c.by_name.items() if k not in shared})
     args["ep_tc"] = c.threads
-    return KernelLaunch(fused, p.threads, p.block, args)
+    index = {q.name: i for i, q in enumerate(fused.params)}
+    c_names = [q.name for q in c.kernel.params]
+    scratch = (*p.scratch, *(attrs.evolve(sb, argument=index["c_" + c_names[sb.argument]])
+                             for sb in c.scratch if c_names[sb.argument] not in shared))
+    return Launch(fused, p.threads, p.block, tuple(args[q.name] for q in fused.params),
+                  scratch=scratch, loc=p.loc)
 
 
 @deep
-def fuse_pair(p: KernelLaunch, c: KernelLaunch, name: str | None = None) -> KernelLaunch:
+def fuse_pair(p: Launch, c: Launch, name: str | None = None) -> Launch:
     """Fuse two launches, or raise :class:`FusionRefused` (LEG-1..LEG-7)."""
-    from sarek_py.fusion.epilogue.fuse_kernels import fuse
-    from sarek_py.fusion.epilogue.legality import check_launches
-
     plan = check_launches(p, c)
     k = fuse(p.kernel, c.kernel, shared=plan.shared, p_array=plan.p_array, name=name)
     out = fused_launch(p, c, k, plan.shared)
     return attrs.evolve(out, kernel=with_buffer_groups(out))
 
 
-def with_buffer_groups(launch: KernelLaunch) -> Kernel:
+def with_buffer_groups(launch: Launch) -> Kernel:
     """The launch's fused kernel, its launch conditions saying which of its array
     parameters this launch binds to one buffer (LEG-13: the fusion was proved for
     exactly these buffers; every other pair must stay disjoint, LEG-15)."""
-    from sarek_py.fusion.epilogue.legality import buffer_key
-
     k = launch.kernel
     assert k.requires is not None
     groups: dict[object, list[str]] = {}
-    for prm in k.params:
+    for i, prm in enumerate(k.params):
         if prm.is_array:
-            key = buffer_key(launch.args[prm.name])
-            groups.setdefault(key, []).append(prm.name)
+            groups.setdefault(arg_buffer(launch, i, "fused"), []).append(prm.name)
     same = tuple(tuple(g) for g in groups.values() if len(g) > 1)
     out: Kernel = attrs.evolve(k, requires=attrs.evolve(k.requires, same=same))
     return out
 
 
 def fuse_launches(
-    launches: Sequence[KernelLaunch],
+    launches: Sequence[Launch],
     *,
     target: Target | None = None,
     force: bool = False,
-) -> tuple[list[KernelLaunch], list[Decision]]:
+) -> tuple[list[Launch], list[Decision]]:
     """Fuse every legal adjacent producer/consumer pair of ``launches`` (LEG-10).
 
     Unfused launches keep their order; a fused launch replaces its pair and is tried as
@@ -172,12 +119,14 @@ def fuse_launches(
     ``force`` (LEG-9).
     """
     if not in_deep_thread() and any(
-            isinstance(lc, KernelLaunch) and tree_depth(lc.kernel) > SHALLOW for lc in launches):
+            isinstance(lc, Launch) and tree_depth(lc.kernel) > SHALLOW for lc in launches):
         return call_deep(fuse_launches, launches, target=target, force=force)  # TXT-32
-    out: list[KernelLaunch] = []
+    out: list[Launch] = []
     report: list[Decision] = []
     if not launches:
         return out, report
+    # a constant expression is its value: one decision for every spelling (LCH-24)
+    launches = [lc.known_in({}) for lc in launches]
     policy = contraction_refusal(target, force=force) if target is not None else None
     cur = launches[0]
     #: the user's name of each variable of ``cur``'s kernel when it is a fused one
@@ -213,7 +162,7 @@ class Segment:
     """A straight-line run of launches of a host program, and why the run ended there
     (``None`` at the end of the program)."""
 
-    launches: tuple[KernelLaunch, ...]
+    launches: tuple[Launch, ...]
     break_reason: str | None = None
 
 
@@ -221,8 +170,8 @@ def program_segments(program: Program) -> list[Segment]:
     """The runs of launches of ``program``'s top-level statements that can be fused.
 
     Host scalars with values known from their declarations and assignments are
-    evaluated, the others stay symbolic (LEG-12); a launch is a :class:`KernelLaunch`
-    with array arguments named by their host variables. A ``sync`` does not end a run;
+    evaluated, the others stay symbolic (LEG-12): each launch is the program's own
+    :class:`Launch` with what is known evaluated (:func:`known_values`). A ``sync`` does not end a run;
     any other host statement does (it may read or change the buffers or the scalars),
     and so does a launch whose block size is not known or that passes an array that may
     alias another (pointer, target).
@@ -248,7 +197,7 @@ def host_segments(stmts: Sequence[object], env: dict[str, object] | None = None,
     host variables without values) go through here with every scalar symbolic."""
     env = {} if env is None else env
     out: list[Segment] = []
-    run: list[KernelLaunch] = []
+    run: list[Launch] = []
 
     def close(reason: str | None) -> None:
         nonlocal run
@@ -272,41 +221,31 @@ def host_segments(stmts: Sequence[object], env: dict[str, object] | None = None,
                 close(f"host statement ({type(s).__name__}) between launches")
             continue
         try:
-            run.append(kernel_launch(s, env, aliased))
+            run.append(known_values(s, env, aliased))
         except SarekError as exc:
-            close(f"launch of {s.kernel.name}: {exc.message}")
+            where = "" if exc.message.startswith("launch of ") else f"launch of {s.kernel.name}: "
+            close(where + exc.message)
     close(None)
     return [seg for seg in out if seg.launches or seg.break_reason]
 
 
-def kernel_launch(s: Launch, env: Mapping[str, object],
-                  aliased: frozenset[str] = frozenset()) -> KernelLaunch:
-    """The :class:`KernelLaunch` of a host launch node (seed 001's ``GpuKernelLaunch``):
-    array arguments named by their host variables, scalars and the thread count evaluated
-    in ``env`` where known, symbolic otherwise; the block size must be known."""
-    args: dict[str, ArgValue] = {}
+def known_values(s: Launch, env: Mapping[str, object],
+                 aliased: frozenset[str] = frozenset()) -> Launch:
+    """Launch ``s`` of a host program with what ``env`` knows evaluated
+    (:meth:`Launch.known_in`: the scalar arguments and counts whose host variables are
+    all known become values, the others stay symbolic, LEG-12); an array argument becomes
+    the name of its host array, the name of its buffer (as ``buffer_key`` reads a ``Ref``
+    of it). The block size must be known, the thread count an integer, and no array
+    argument may alias another (a ``SarekError`` says why not)."""
     for prm, a in zip(s.kernel.params, s.args, strict=True):
-        if prm.is_array:
-            assert isinstance(a, Ref)
-            if a.var.name in aliased:
-                raise SarekError(f"{a.var.name} may alias another array")
-            args[prm.name] = a.var.name
-        else:
-            args[prm.name] = _value_or_symbol(a, env)
-    threads = _value_or_symbol(s.thread_count, env)
-    if is_symbolic(threads):
-        count: int | Expr = threads
-    elif isinstance(threads, (int, np.integer)):
-        count = int(threads)
-    else:
+        if prm.is_array and isinstance(a, Ref) and a.var.name in aliased:
+            raise SarekError(f"{a.var.name} may alias another array")
+    out = s.known_in(env)
+    if is_symbolic(out.block):
+        host_eval(out.block, env)  # raises, naming the host variable without a value
+    t = out.threads
+    if not (is_symbolic(t) or isinstance(t, int)):
         raise SarekError("the thread count is not an integer")
-    return KernelLaunch(s.kernel, count, int(host_eval(s.block_size, env)), args)
-
-
-def _value_or_symbol(e: Expr, env: Mapping[str, object]) -> ArgValue:
-    """The value of host expression ``e`` if known, else ``e`` itself (symbolic)."""
-    try:
-        v = host_eval(e, env)
-    except SarekError:
-        return e
-    return int(v) if isinstance(v, np.integer) else v
+    args = tuple(a.var.name if prm.is_array and isinstance(a, Ref) else a
+                 for prm, a in zip(s.kernel.params, out.args, strict=True))
+    return attrs.evolve(out, args=args)

@@ -54,6 +54,9 @@ from sarek_py.fusion.loops.cost import DEFAULT_THRESHOLD, CostDecision, CostItem
 from sarek_py.fusion.loops.effects import Effects, effects, is_self_contained, unknown_effect
 from sarek_py.fusion.loops.inline import inline_stmt
 from sarek_py.fusion.loops.notes import describe_check
+from sarek_py.fusion.loops.pingpong import swap_refusal
+from sarek_py.fusion.loops.plan import Intermediate, Plan, conj_all
+from sarek_py.fusion.loops.rewrite import ProgramBuilder
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.host.program import (
     Attr,
@@ -105,30 +108,6 @@ class FusionOptions:
 
     threshold: float = DEFAULT_THRESHOLD
     swap: bool = False
-
-
-@attrs.frozen
-class Intermediate:
-    """An array the producer assigns: its guard conditions and value (over the producer's
-    indices)."""
-
-    array: Var
-    guards: tuple[Expr, ...]
-    value: Expr
-
-
-@attrs.frozen
-class Plan:
-    """What :func:`analyse_pair` proved: how to build the fused loop."""
-
-    producer: ParFor
-    consumer: ParFor
-    intermediates: tuple[Intermediate, ...]
-    renamed: tuple[Var, ...]
-    consumer_body: Stmt
-    chain: tuple[HFor, ...]
-    check: Expr | None
-    cost: CostDecision
 
 
 @attrs.frozen
@@ -269,13 +248,6 @@ def _form_expr(form: AffineForm) -> Expr:
             term = Binary(BinaryOp.MUL, Const(int(c), Scalar.I64), term)
         acc = Binary(BinaryOp.ADD, acc, term)
     return acc
-
-
-def conj_all(es: Sequence[Expr]) -> Expr:
-    out = es[0]
-    for e in es[1:]:
-        out = Binary(BinaryOp.AND, out, e)
-    return out
 
 
 # -------------------------------------------------------------------------- analysis
@@ -900,9 +872,7 @@ def fuse_program(program: Program, options: FusionOptions = FusionOptions()
         rw.find(proc.body, [])
     if not rw.plans:
         return program, rw.reports
-    from sarek_py.fusion.loops.rewrite import ProgramBuilder
-
-    return ProgramBuilder(program, options, rw.plans).build(), _swap_notes(
+    return ProgramBuilder(program, options.swap, rw.plans).build(), _swap_notes(
         program, options, rw.reports)
 
 
@@ -912,14 +882,11 @@ def _swap_notes(program: Program, options: FusionOptions,
     when ``options.swap`` asked for it (PP-1..PP-3: a refusal is said, LF-19)."""
     if not options.swap:
         return reports
-    from sarek_py.fusion.loops.pingpong import swap_refusal
-
     return [attrs.evolve(r, swap=swap_refusal(program, r.plan))
             if r.plan is not None and r.plan.renamed else r for r in reports]
 
 
 __all__ = [
-    "FusionOptions", "Intermediate", "PairReport", "Plan", "analyse_pair", "fuse_program",
-    "producer_stores",
+    "FusionOptions", "PairReport", "analyse_pair", "fuse_program", "producer_stores",
 ]
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sarek_py.analysis.effects import may_alias, may_share, stmt_effects
-from sarek_py.fusion.loops.fusion import Plan
-from sarek_py.fusion.loops.rewrite import copy_loop, fused_loop
+from sarek_py.fusion.loops.fused_loop import copy_loop, fused_loop
+from sarek_py.fusion.loops.plan import Plan
 from sarek_py.ir.host.program import (
     Block,
     HAssign,

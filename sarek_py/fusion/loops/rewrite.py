@@ -1,21 +1,20 @@
 """Building the fused program (specs/loop-fusion.md, LF-9, LF-14, LF-15; PP-4, PP-5).
 
-:func:`fused_loop` makes the loop over the consumer's iterations in which each read of an
-intermediate array is the producer's expression; :func:`copy_loop` and
-:func:`whole_copy_loop` copy arrays on the device; :class:`ProgramBuilder` rewrites the
-program around the plans :func:`~sarek_py.fusion.loops.fusion.analyse_pair` proved: the
-copies of the chain loops' ends, the allocation of the renamed arrays' copies, and the
-choice between the original loops (last iteration, failed bounds check) and the fused
-one.
+:class:`ProgramBuilder` rewrites the program around the plans
+:func:`~sarek_py.fusion.loops.fusion.analyse_pair` proved: the copies of the chain loops'
+ends, the allocation of the renamed arrays' copies, and the choice between the original
+loops (last iteration, failed bounds check) and the fused one. The loops themselves come
+from :mod:`~sarek_py.fusion.loops.fused_loop`, their ping-pong form from
+:mod:`~sarek_py.fusion.loops.pingpong`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import attrs
 
-from sarek_py.fusion.loops.fusion import FusionOptions, Plan, conj_all
+from sarek_py.fusion.loops.fused_loop import copy_loop, fused_loop, whole_copy_loop
+from sarek_py.fusion.loops.pingpong import swap_refusal, swapped
+from sarek_py.fusion.loops.plan import Plan, conj_all
 from sarek_py.ir.host.program import (
     Allocate,
     Attr,
@@ -27,8 +26,6 @@ from sarek_py.ir.host.program import (
     HFor,
     HIf,
     HostStmt,
-    LoopIndex,
-    ParFor,
     Program,
     block,
     iter_host,
@@ -36,92 +33,16 @@ from sarek_py.ir.host.program import (
 from sarek_py.ir.nodes import (
     Binary,
     BinaryOp,
-    Cast,
     Const,
-    Expr,
     Length,
-    Read,
     Ref,
-    Seq,
-    Stmt,
-    Store,
     Unary,
     UnaryOp,
     Var,
     var,
 )
-from sarek_py.ir.typeof import type_of
 from sarek_py.ir.types import ArrayType, Scalar
-from sarek_py.ir.visit import map_node, substitute, var_names
-
-# ---------------------------------------------------------------------- construction
-
-
-def fused_loop(plan: Plan, copies: Mapping[Var, Var], reads_from: Mapping[Var, Var]
-               | None = None) -> ParFor:
-    """LF-14: the consumer's loop with each intermediate read replaced by the producer's
-    expression at its subscripts; stores to a renamed array go to its copy (``copies``),
-    reads of it come from ``reads_from`` (the array itself by default)."""
-    by_array = {i.array: i for i in plan.intermediates}
-    pvars = plan.producer.vars
-    src = dict(reads_from or {})
-
-    def expr(e: Expr) -> Expr | None:
-        if isinstance(e, Read) and e.array in by_array:
-            it = by_array[e.array]
-            # a subscript of another integer type than the producer's index is converted:
-            # the read was in bounds, so its value fits the index's type (LF-14)
-            subs = [x if type_of(x) == v.type else Cast(v.scalar, x)
-                    for v, x in zip(pvars, e.index, strict=True)]
-            value = substitute(it.value, dict(zip(pvars, subs, strict=True)))
-            return _retarget_reads(value, src)
-        if isinstance(e, Read) and e.array in src:
-            return Read(src[e.array], e.index, loc=e.loc)
-        return None
-
-    def stmt(s: Stmt) -> Stmt | None:
-        if isinstance(s, Store) and s.array in copies:
-            return Store(copies[s.array], s.index, s.value, loc=s.loc)
-        return None
-
-    body = map_node(plan.consumer_body, expr=expr, stmt=stmt)
-    return ParFor(plan.consumer.indices, body, plan.consumer.locals, loc=plan.consumer.loc)
-
-
-def _retarget_reads(e: Expr, src: Mapping[Var, Var]) -> Expr:
-    if not src:
-        return e
-
-    def ex(x: Expr) -> Expr | None:
-        if isinstance(x, Read) and x.array in src:
-            return Read(src[x.array], x.index, loc=x.loc)
-        return None
-
-    out: Expr = map_node(e, expr=ex)
-    return out
-
-
-def copy_loop(c: ParFor, pairs: Sequence[tuple[Var, Var]]) -> ParFor:
-    """``dst[i…] <- src[i…]`` over the consumer's iterations for each ``(dst, src)``."""
-    own = tuple(Ref(v) for v in c.vars)
-    stmts: list[Stmt] = [Store(dst, own, Read(src, own)) for dst, src in pairs]
-    body: Stmt = stmts[0] if len(stmts) == 1 else Seq(tuple(stmts))
-    return ParFor(c.indices, body, loc=c.loc)
-
-
-def whole_copy_loop(dst: Var, src: Var) -> ParFor:
-    """``dst[…] <- src[…]`` over every element of ``src`` (same lower bounds)."""
-    assert isinstance(src.type, ArrayType)
-    idx = []
-    body_index: list[Expr] = []
-    for d, lo in enumerate(src.type.lower):
-        v = var(f"k{d}_", Scalar.I32)
-        stop = Binary(BinaryOp.SUB, Binary(BinaryOp.ADD, Const(lo, Scalar.I32), Length(src, d)),
-                      Const(1, Scalar.I32))
-        idx.append(LoopIndex(v, Const(lo, Scalar.I32), stop))
-        body_index.append(Ref(v))
-    return ParFor(tuple(idx), Store(dst, tuple(body_index), Read(src, tuple(body_index))))
-
+from sarek_py.ir.visit import var_names
 
 # ------------------------------------------------------------------- program rewrite
 
@@ -141,7 +62,8 @@ class ProgramBuilder:
     """Rewrites the program around the accepted plans (LF-14, LF-15, PP-*)."""
 
     program: Program
-    options: FusionOptions
+    #: ping-pong the renamed arrays (specs/ping-pong.md)
+    swap: bool
     plans: dict[int, list[tuple[int, Plan]]]
     decls: list[Decl] = attrs.field(factory=list)
     taken: set[str] = attrs.field(factory=set)
@@ -178,9 +100,7 @@ class ProgramBuilder:
             self.before.setdefault(id(outer), []).append(Allocate(cp, dims))
             self.after.setdefault(id(outer), []).insert(0, Deallocate(cp))
         original = Block((plan.producer, plan.consumer))
-        if plan.renamed and self.options.swap:
-            from sarek_py.fusion.loops.pingpong import swap_refusal, swapped
-
+        if plan.renamed and self.swap:
             why = swap_refusal(self.program, plan)
             if why is None:
                 flag = self.new_var("swapped", Scalar.BOOL)
@@ -248,3 +168,4 @@ class ProgramBuilder:
         return block(*self.wrapped(body))
 
 
+__all__ = ["ProgramBuilder"]

@@ -1,17 +1,22 @@
-"""The launch node and the sync node, after seed 001's ``GpuKernelLaunch`` (specs/launch.md).
+"""The launch record and the sync node, after seed 001's ``GpuKernelLaunch``
+(specs/launch.md LCH-1, LCH-23, LCH-24).
 
 A :class:`Launch` starts ``thread_count`` threads of ``kernel`` in blocks of
-``block_size`` and does not wait; a :class:`Sync` waits for every launch before it. Both
-are host statements: their expressions are IR expressions over host variables, looked up
-by name in the host environment (a ``dict`` of numpy arrays and scalars) by
-:mod:`sarek_py.host.execute`.
+``block_size`` and does not wait; a :class:`Sync` waits for every launch before it.
+:class:`Launch` is the one record of a launch (LCH-24): the host-program IR, the
+launch text, ``fuse_launches``, pipelines and the Python API (:func:`KernelLaunch`) all
+use it. Its counts and arguments are *symbolic* (IR expressions over host variables,
+looked up by name in the host environment by :mod:`sarek_py.host.execute`) or *bound*
+(values), field by field:
 
-Fields (LCH-1 … LCH-7):
-
-* ``args`` — one per kernel parameter: ``Ref`` of a host array for an array parameter,
-  a scalar expression of the parameter's type otherwise;
-* ``thread_count`` — an ``i64`` expression (whole tiles can exceed ``i32``); below one runs
-  no thread; ``block_size`` — an ``i32`` expression;
+* ``args`` — one per kernel parameter, in the kernel's order: for an array parameter a
+  ``Ref`` of a host array, a buffer name (``str``) or a numpy array; for a scalar
+  parameter a scalar expression of the parameter's type or a Python/numpy value
+  (:meth:`Launch.by_name` views them by parameter name). Two array arguments are
+  compared by identity (the same array object), every other by value;
+* ``thread_count`` — an ``i64`` expression (whole tiles can exceed ``i32``) or an
+  integer in 0..2**63-1; below one runs no thread; ``block_size`` — an ``i32``
+  expression or an integer in 1..2**31-1;
 * ``scratch`` — device-only buffers: the argument at ``argument`` gets a buffer of ``size``
   elements that the host neither allocates nor copies; with ``read_back`` the host
   allocates the actual with that many elements after the launch and copies the leading
@@ -21,23 +26,101 @@ Fields (LCH-1 … LCH-7):
 * ``overwritten``/``overwritten_if`` — array arguments the kernel assigns whole before
   reading them, when the matching host condition holds: not copied in (write-discard)
   unless another argument overlaps the buffer.
+
+A statement of a host program is symbolic throughout (:func:`check_launch`, LCH-1);
+:func:`KernelLaunch` is the spelling of a launch by parameter name, bound or symbolic.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import enum
+from collections.abc import Hashable, Mapping
+from typing import Any, TypeGuard
 
 import attrs
+import numpy as np
 
-from sarek_py.ir.diagnostics import LaunchError
+from sarek_py.ir.diagnostics import LaunchError, SarekError
 from sarek_py.ir.effects import kernel_may_stop as can_stop
-from sarek_py.ir.nodes import Expr, Kernel, Loc, Ref, Stop, Var
+from sarek_py.ir.host.evaluate import host_eval
+from sarek_py.ir.nodes import EXPR_TYPES, Expr, Kernel, Loc, Ref, Stop, Var
 from sarek_py.ir.typeof import type_of
 from sarek_py.ir.types import ArrayType, Scalar
 
 
+class Unbound(enum.Enum):
+    """The argument of a parameter that a launch does not give (:func:`KernelLaunch`
+    with a partial mapping): not known to the fusion, which refuses an array bound to
+    nothing (LEG-1) and knows nothing of such a scalar (LEG-2); absent from
+    :meth:`Launch.by_name`."""
+
+    UNBOUND = "unbound"
+
+    def __repr__(self) -> str:
+        return "UNBOUND"
+
+
+UNBOUND = Unbound.UNBOUND
+
+LaunchArg = str | int | float | bool | np.ndarray | np.generic | Expr | Unbound
+"""One argument of a launch: a host expression (``Ref`` of a host array, a scalar
+expression), a buffer name or a numpy array (arrays), a Python or numpy value (scalars),
+or :data:`UNBOUND`."""
+
+#: the most threads of a launch and the largest block (LCH-22, LCH-23)
+MAX_THREADS = 2 ** 63 - 1
+MAX_BLOCK = 2 ** 31 - 1
+
+
+def is_symbolic(v: object) -> TypeGuard[Expr]:
+    """Whether a launch value is a symbolic host expression (LEG-12)."""
+    return isinstance(v, EXPR_TYPES)
+
+
 def _loc() -> Any:
     return attrs.field(default=None, eq=False, repr=False, kw_only=True)
+
+
+def count(v: object, what: str, low: int, who: str = "Launch") -> int | Expr:
+    """A thread count (``what="threads"``) or block size (``"block"``) as an ``int``
+    (numpy integers included) or a host expression; a ``bool``, float or any other object
+    is a ``TypeError``, a number out of ``low``..2**31-1 (block) / 2**63-1 (threads) a
+    ``ValueError`` naming ``who`` (LCH-23)."""
+    if is_symbolic(v):
+        return v
+    if isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer):
+        raise TypeError(f"{who} {what} must be an integer, not {type(v).__name__} {v!r}")
+    high = MAX_BLOCK if what == "block" else MAX_THREADS
+    if not low <= int(v) <= high:
+        raise ValueError(f"{who} {what} = {int(v)} is not in {low}..{high}")
+    return int(v)
+
+
+def _threads(v: object) -> int | Expr:
+    return count(v, "threads", 0)
+
+
+def _block(v: object) -> int | Expr:
+    return count(v, "block", 1)
+
+
+def _arg_key(v: object) -> Hashable:
+    """What an argument is compared and hashed by: an array (or any unhashable object,
+    a device buffer) by identity, a name, an expression or a value by type and value."""
+    if isinstance(v, str | bool | int | float | np.generic | Unbound) or is_symbolic(v):
+        return (type(v), v)
+    return ("object", id(v))
+
+
+def _args_key(args: tuple[LaunchArg, ...]) -> Hashable:
+    return tuple(_arg_key(a) for a in args)
+
+
+def _args(v: object) -> tuple[LaunchArg, ...]:
+    if isinstance(v, Mapping) or not isinstance(v, tuple | list):
+        raise TypeError(f"Launch args must be a tuple with one argument per kernel parameter "
+                        f"(KernelLaunch takes them by name), not {type(v).__name__}")
+    return tuple(v)
 
 
 @attrs.frozen
@@ -53,12 +136,13 @@ class ScratchBuffer:
 
 @attrs.frozen
 class Launch:
-    """Start a kernel; does not wait (the seed's ``GpuKernelLaunch``)."""
+    """Start a kernel; does not wait (the seed's ``GpuKernelLaunch``; the one launch
+    record, LCH-24)."""
 
     kernel: Kernel
-    thread_count: Expr
-    block_size: Expr
-    args: tuple[Expr, ...]
+    thread_count: int | Expr = attrs.field(converter=_threads)
+    block_size: int | Expr = attrs.field(converter=_block)
+    args: tuple[LaunchArg, ...] = attrs.field(converter=_args, eq=_args_key)
     scratch: tuple[ScratchBuffer, ...] = ()
     stop_status: Var | None = None
     stop_replay: tuple[Stop, ...] = ()
@@ -66,11 +150,129 @@ class Launch:
     overwritten_if: tuple[Expr, ...] = ()
     loc: Loc | None = _loc()
 
+    @property
+    def threads(self) -> int | Expr:
+        """The thread count (``thread_count``)."""
+        return self.thread_count
+
+    @property
+    def block(self) -> int | Expr:
+        """The block size (``block_size``)."""
+        return self.block_size
+
+    @property
+    def by_name(self) -> dict[str, LaunchArg]:
+        """The arguments by parameter name, in the kernel's order (without the
+        :data:`UNBOUND` ones)."""
+        return {p.name: a for p, a in zip(self.kernel.params, self.args, strict=False)
+                if a is not UNBOUND}
+
+    def arg(self, name: str) -> LaunchArg:
+        """The argument of parameter ``name`` (``KeyError`` when there is none)."""
+        return self.by_name[name]
+
     def arg_name(self, index: int) -> str:
         """The host variable passed as array argument ``index``."""
         a = self.args[index]
         assert isinstance(a, Ref)
         return a.var.name
+
+    def counts(self) -> tuple[int, int]:
+        """The thread count and block size as numbers (a bound launch, ready to run); a
+        symbolic one is a ``LaunchError``."""
+        t, b = self.thread_count, self.block_size
+        if not (isinstance(t, int) and isinstance(b, int)):
+            raise LaunchError(f"launch of {self.kernel.name}: its thread count and block "
+                              f"size must be known to run it, not {t!r}, {b!r}", self.loc)
+        return t, b
+
+    def host_exprs(self) -> tuple[Expr, Expr, tuple[Expr, ...]]:
+        """The thread count, block size and arguments as host expressions: the form of a
+        launch in a host program (LCH-1); a bound or missing one is a ``LaunchError``."""
+        where = f"launch of {self.kernel.name}"
+        named = list(zip((p.name for p in self.kernel.params), self.args, strict=False))
+        for name, a in named:
+            if a is UNBOUND:
+                raise LaunchError(f"{where}: parameter {name} has no argument", self.loc)
+        fields = [("thread count", self.thread_count), ("block size", self.block_size),
+                  *((f"argument of {n}", a) for n, a in named)]
+        for what, f in fields:
+            if not is_symbolic(f):
+                raise LaunchError(f"{where}: the {what}, {type(f).__name__} {f!r}, is a bound "
+                                  "value, not a host expression", self.loc)
+        t, b, *args = (f for _, f in fields)
+        assert is_symbolic(t) and is_symbolic(b)
+        return t, b, tuple(a for a in args if is_symbolic(a))
+
+    def known_in(self, env: Mapping[str, object]) -> Launch:
+        """This launch with what ``env`` (host scalars by name) knows evaluated: the
+        thread count, block size and scalar arguments whose host variables all have
+        values become values (integers as ``int``), the others stay symbolic; array
+        arguments are unchanged. The same record, not a conversion (LCH-24): a constant
+        expression is its value, so every spelling of a launch gets one decision. A count
+        that evaluates out of range is a ``LaunchError`` (LCH-23)."""
+        def value(e: LaunchArg) -> LaunchArg:
+            if not is_symbolic(e):
+                return e
+            try:
+                v = host_eval(e, env)
+            except SarekError:
+                return e
+            return int(v) if isinstance(v, np.integer) else v
+
+        args = tuple(a if p.is_array else value(a)
+                     for p, a in zip(self.kernel.params, self.args, strict=False))
+        args += self.args[len(args):]
+        threads, block = value(self.thread_count), value(self.block_size)
+        if (threads is self.thread_count and block is self.block_size
+                and all(a is b for a, b in zip(args, self.args, strict=True))):
+            return self
+        for what, v, low, high in (("thread count", threads, 0, MAX_THREADS),
+                                   ("block size", block, 1, MAX_BLOCK)):
+            if is_symbolic(v):
+                continue
+            if isinstance(v, bool | np.bool_) or not isinstance(v, int):
+                raise LaunchError(f"launch of {self.kernel.name}: the {what} {v!r} is not an "
+                                  "integer", self.loc)
+            if not low <= v <= high:
+                raise LaunchError(f"launch of {self.kernel.name}: the {what} {v} is not in "
+                                  f"{low}..{high}", self.loc)
+        return attrs.evolve(self, thread_count=threads, block_size=block, args=args)
+
+
+def KernelLaunch(kernel: object, threads: object, block: object = 256,  # noqa: N802
+                 args: object = None) -> Launch:
+    """A :class:`Launch` spelled by parameter name: ``threads`` threads (ids
+    ``0 .. threads-1``) in blocks of ``block``, ``args`` mapping every parameter name of
+    ``kernel`` to its argument (specs/fusion-legality.md LEG-1, specs/launch.md LCH-23).
+    (Parameters are typed ``object``: a wrong kind of argument is this function's own
+    ``TypeError``, whatever checks types at run time.)
+
+    An array parameter takes a buffer name (``str``), a numpy array (two numpy arrays
+    are the same buffer only when they are the same memory range with the same shape,
+    strides and dtype; any other overlap is partial aliasing, LEG-1, LEG-7) or a ``Ref``
+    of a host array; a scalar parameter a Python or numpy scalar. ``threads`` and scalar
+    arguments may also be *symbolic*: an IR expression over host variables whose values
+    are not known but do not change between the launches looked at together (LEG-12).
+    A parameter ``args`` does not name is :data:`UNBOUND` (LEG-1, LEG-2). Counts that
+    are not integers are a ``TypeError``, counts out of range or a name that is no
+    parameter a ``ValueError`` (LCH-23)."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"KernelLaunch kernel must be an IR Kernel, not {type(kernel).__name__}")
+    t = count(threads, "threads", 0, "KernelLaunch")
+    b = count(block, "block", 1, "KernelLaunch")
+    if is_symbolic(b):
+        raise TypeError(f"KernelLaunch block must be an integer, not {type(b).__name__} {b!r}")
+    named = {} if args is None else args
+    if not isinstance(named, Mapping):
+        raise TypeError("KernelLaunch args must map parameter names to arguments, not "
+                        f"{type(named).__name__}")
+    params = [p.name for p in kernel.params]
+    extra = [n for n in named if n not in params]
+    if extra:
+        raise ValueError(f"KernelLaunch of {kernel.name}: {extra[0]!r} is not a parameter of "
+                         f"{kernel.name} (its parameters: {', '.join(params) or 'none'})")
+    return Launch(kernel, t, b, tuple(named.get(n, UNBOUND) for n in params))
 
 
 @attrs.frozen
@@ -93,7 +295,8 @@ def check_launch(node: Launch) -> None:
 
     if len(node.args) != len(k.params):
         raise fail(f"{len(node.args)} arguments for {len(k.params)} parameters")
-    for p, a in zip(k.params, node.args, strict=True):
+    threads, block, args = node.host_exprs()
+    for p, a in zip(k.params, args, strict=True):
         if isinstance(p.type, ArrayType):
             if not (isinstance(a, Ref) and isinstance(a.var.type, ArrayType)):
                 raise fail(f"array parameter {p.name} needs a host array variable")
@@ -105,16 +308,16 @@ def check_launch(node: Launch) -> None:
             raise fail(f"argument for {p.name} has type {type_of(a)}, not {p.type}")
     req = k.requires
     if req is not None:  # a fused kernel: one host array for two of its buffers (LEG-15)
-        bound = [(p.name, a.var.name) for p, a in zip(k.params, node.args, strict=True)
+        bound = [(p.name, a.var.name) for p, a in zip(k.params, args, strict=True)
                  if isinstance(p.type, ArrayType) and isinstance(a, Ref)]
         for n, (pa, va) in enumerate(bound):
             for pb, vb in bound[n + 1:]:
                 if va == vb and pb not in req.group_of(pa):
                     raise fail(f"[LEG-15] {va} is passed as both {pa} and {pb}, which the "
                                "fused kernel needs bound to buffers that do not overlap")
-    if type_of(node.thread_count) not in (Scalar.I64, Scalar.I32):
+    if type_of(threads) not in (Scalar.I64, Scalar.I32):
         raise fail("thread_count must be an integer (i64)")
-    if type_of(node.block_size) not in (Scalar.I32, Scalar.I64):
+    if type_of(block) not in (Scalar.I32, Scalar.I64):
         raise fail("block_size must be an integer")
     seen: set[int] = set()
     for s in node.scratch:
@@ -136,8 +339,8 @@ def check_launch(node: Launch) -> None:
             raise fail("stop_status must be a rank-1 i32 host array")
     if len(node.overwritten) != len(node.overwritten_if):
         raise fail("overwritten and overwritten_if must have one entry each")
-    array_args = {a.var for a in node.args if isinstance(a, Ref)}
-    scratch_args = {node.args[s.argument] for s in node.scratch}
+    array_args = {a.var for a in args if isinstance(a, Ref)}
+    scratch_args = {args[s.argument] for s in node.scratch}
     for v, c in zip(node.overwritten, node.overwritten_if, strict=True):
         if v not in array_args or Ref(v) in scratch_args:
             raise fail(f"overwritten {v.name} is not an array argument of the launch")

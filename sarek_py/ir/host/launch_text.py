@@ -170,9 +170,10 @@ def parse_host(text: str, module: Module,
 
 def print_launch(node: Launch) -> str:
     """One launch as text (one line, clauses on continuation lines)."""
-    args = ", ".join(print_expr(a) for a in node.args)
-    head = (f"launch {node.kernel.name}({args}) threads {print_expr(node.thread_count)} "
-            f"block {print_expr(node.block_size)}")
+    threads, block, exprs = node.host_exprs()
+    args = ", ".join(print_expr(a) for a in exprs)
+    head = (f"launch {node.kernel.name}({args}) threads {print_expr(threads)} "
+            f"block {print_expr(block)}")
     clauses: list[str] = []
     for s in node.scratch:
         c = f"scratch {node.arg_name(s.argument)} size {print_expr(s.size)}"
@@ -196,7 +197,8 @@ def host_vars(stmts: Sequence[HostStmt]) -> list[Var]:
     for s in stmts:
         if not isinstance(s, Launch):
             continue
-        exprs: list[Expr] = [*s.args, s.thread_count, s.block_size, *s.overwritten_if]
+        threads, block, args = s.host_exprs()
+        exprs: list[Expr] = [*args, threads, block, *s.overwritten_if]
         for sc in s.scratch:
             exprs += [sc.size] + ([sc.read_back] if sc.read_back is not None else [])
         for e in exprs:

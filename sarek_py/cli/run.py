@@ -1,0 +1,99 @@
+"""``sarek-py run`` (docs/cli.md, CLI-6..CLI-8, CLI-11, CLI-14; CG-16, CG-24).
+
+``run FILE --kernel K --threads N`` runs one kernel on random inputs
+(:mod:`~sarek_py.cli.inputs`); ``run FILE`` of a host program runs the program. Either way
+it prints a digest of every array (:mod:`~sarek_py.cli.report`). ``--compare BACKEND``
+also runs it on ``BACKEND`` from the same inputs, ``--against PROGRAM-FILE`` also runs
+another program, and both report per array whether the bytes are identical
+(:mod:`~sarek_py.cli.compare`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from sarek_py.cli.compare import against, compare_kernel, compare_program, print_executors
+from sarek_py.cli.inputs import make_inputs
+from sarek_py.cli.loading import file_arg
+from sarek_py.cli.registry import UsageError, command
+from sarek_py.cli.report import describe_program_run, describe_run
+from sarek_py.cli.running import (
+    apply_unchecked,
+    at_least,
+    block_of,
+    kernel_runner,
+    positive,
+    run_program_args,
+    run_target,
+    seed_of,
+    size,
+    sizes,
+)
+from sarek_py.ir.nodes import Kernel
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    file_arg(p)
+    p.add_argument("--kernel", "-k", metavar="K",
+                   help="the kernel to run (required unless FILE holds a host program, "
+                        "which then runs as a whole)")
+    p.add_argument("--threads", "-n", type=positive, metavar="N",
+                   help="number of threads to launch (required with --kernel)")
+    p.add_argument("--block", "-b", type=positive, metavar="B",
+                   help="threads per block (default 256)")
+    p.add_argument("--size", action="append", type=size, default=[], metavar="NAME=N",
+                   help="an integer scalar parameter's value, or an array parameter's "
+                        "extents (NAME=RxC for 2-D); of a host program: an integer scalar "
+                        "variable's initial value; repeatable")
+    p.add_argument("--seed", type=at_least(0), metavar="S",
+                   help="seed of the random inputs of a kernel (default 0)")
+    p.add_argument("--backend", default="interp",
+                   help="where to run: interp (the reference interpreter, default) or a "
+                        "runtime of sarek_py.runtime")
+    p.add_argument("--no-race-check", action="store_true",
+                   help="do not report data races (interpreter)")
+    p.add_argument("--unchecked", action="store_true",
+                   help="opencl/cuda: emit kernels without bounds checks (for benchmarks; "
+                        "an out-of-bounds access then corrupts memory; CG-24)")
+    p.add_argument("--compare", metavar="BACKEND",
+                   help="also run on BACKEND from the same inputs and report per array "
+                        "whether the bytes are identical (exit 1 if not)")
+    p.add_argument("--against", metavar="PROGRAM-FILE",
+                   help="host programs: also run PROGRAM-FILE (e.g. the output of 'sarek-py "
+                        "opt') on the same inputs and backend, and report per variable "
+                        "whether the bytes are identical (exit 1 if not)")
+
+
+@command("run", "run a kernel (of a .sk or .py file) on random inputs, or a host program, "
+                "and print a digest of every array", _configure)
+def run_command(args: argparse.Namespace) -> int:
+    apply_unchecked(args)
+    if args.against is not None and args.compare:
+        raise UsageError("--against and --compare: give one (--against runs two programs "
+                         "on --backend; --compare runs one on two backends)")
+    target = run_target(args)
+    if not isinstance(target, Kernel):
+        if args.against is not None:
+            return against(target, args)
+        if args.compare:
+            return compare_program(target, args)
+        result = run_program_args(target, args, args.backend)
+        for line in describe_program_run(target, result):
+            print(line)
+        print_executors(result)
+        return 0
+    if args.against is not None:
+        raise UsageError(f"--against compares two host programs; {args.file} is run as "
+                         f"kernel '{target.name}'")
+    inputs = make_inputs(target, dict(sizes(args.size)), args.threads, seed_of(args))
+    if args.compare:
+        return compare_kernel(target, inputs, args)
+    run_kernel = kernel_runner(args.backend)
+    result = run_kernel(target, inputs, args.threads, block_of(args),
+                        check_races=not args.no_race_check)
+    for line in describe_run(target, inputs, result):
+        print(line)
+    return 0
+
+
+__all__ = ["run_command"]

@@ -1,0 +1,163 @@
+"""Running what ``run`` names (docs/cli.md, CLI-6, CLI-8, CLI-11): the kernel or host
+program of a file, its inputs' options, the backend it runs on."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from sarek_py.cli.loading import check_any, find_kernel, load_any, program_module
+from sarek_py.cli.registry import UsageError
+from sarek_py.ir.nodes import Kernel, Module
+from sarek_py.ir.types import ArrayType
+
+if TYPE_CHECKING:
+    from sarek_py.ir.host.program import Program
+
+
+def at_least(low: int) -> Callable[[str], int]:
+    """An ``argparse`` type: an integer ``>= low``."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if n < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}: {text}")
+        return n
+
+    return parse
+
+
+positive = at_least(1)
+
+
+def size(text: str) -> tuple[str, tuple[int, ...]]:
+    """An ``argparse`` type: ``NAME=N`` or ``NAME=RxC``."""
+    name, eq, value = text.partition("=")
+    parts = value.split("x")
+    if not eq or not name.isidentifier() or not all(x.isdigit() for x in parts):
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=N or NAME=RxC (non-negative integers), got {text!r}")
+    return name, tuple(int(x) for x in parts)
+
+
+def sizes(pairs: Sequence[tuple[str, tuple[int, ...]]]) -> list[tuple[str, tuple[int, ...]]]:
+    """The ``--size`` values, each name once (else a usage error)."""
+    seen: set[str] = set()
+    for name, _ in pairs:
+        if name in seen:
+            raise UsageError(f"--size {name}=… given twice")
+        seen.add(name)
+    return list(pairs)
+
+
+def seed_of(args: argparse.Namespace) -> int:
+    """``--seed`` of a kernel run (default 0)."""
+    return 0 if args.seed is None else int(args.seed)
+
+
+def block_of(args: argparse.Namespace) -> int:
+    """``--block`` of a kernel run (default 256)."""
+    return 256 if args.block is None else int(args.block)
+
+
+def apply_unchecked(args: argparse.Namespace) -> None:
+    """``run --unchecked`` (CG-24): the device backends named by ``--backend`` (and
+    ``--compare``) emit their kernels without bounds checks; refused for the interpreter,
+    which always checks."""
+    if not getattr(args, "unchecked", False):
+        return
+    names = [args.backend, *([args.compare] if getattr(args, "compare", None) else [])]
+    if all(n == "interp" for n in names):
+        raise UsageError("--unchecked: the interpreter always checks its accesses; the flag "
+                         "applies to --backend opencl or cuda")
+    from sarek_py.runtime import get_backend
+
+    for n in names:
+        if n != "interp":
+            get_backend(n).checked = False
+
+
+def kernel_runner(name: str) -> Callable[..., Any]:
+    """``run_kernel`` of backend ``name`` (CLI-8): the reference interpreter for ``interp``,
+    else the runtime's backend of that name (which says why when it cannot run here)."""
+    if name == "interp":
+        from sarek_py.ir.interp import run_kernel
+
+        return run_kernel
+    from sarek_py.runtime import get_backend
+
+    runner: Callable[..., Any] = get_backend(name).run_kernel
+    return runner
+
+
+def run_target(args: argparse.Namespace) -> Kernel | Program:
+    """What ``run`` runs (CLI-6, CLI-11): kernel ``--kernel`` of the checked module, or the
+    checked host program when ``FILE`` holds one and no ``--kernel`` is named.
+
+    Raises :class:`UsageError` when ``--kernel`` or ``--threads`` is missing for a kernel,
+    or when a kernel-only option (``--threads``, ``--block``, ``--seed``) is given for a
+    program."""
+    from sarek_py.ir.typecheck import check_module
+
+    m = load_any(args.file)
+    if isinstance(m, Module) or args.kernel is not None:
+        mod = m if isinstance(m, Module) else program_module(m)
+        if args.kernel is None:
+            raise UsageError("the following argument is required: --kernel K "
+                             f"({args.file} holds kernels, not a host program)")
+        if args.threads is None:
+            raise UsageError("the following argument is required to run a kernel: "
+                             "--threads N")
+        check_module(mod)
+        return find_kernel(mod, args.kernel, args.file)
+    given = [opt for opt, v in (("--threads", args.threads), ("--block", args.block),
+                                ("--seed", args.seed)) if v is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)}: {args.file} holds the host program "
+                         f"'{m.name}', whose parallel loops and launches set their own "
+                         "threads; name a kernel with --kernel to run it alone")
+    check_any(m)
+    return m
+
+
+def program_preset(p: Program, pairs: Sequence[tuple[str, tuple[int, ...]]]) -> dict[str, Any]:
+    """``--size NAME=N`` of a program run: the initial value of integer scalar ``NAME``
+    (replacing its declared initial value). Raises :class:`UsageError` otherwise."""
+    out: dict[str, Any] = {}
+    for name, value in sizes(pairs):
+        try:
+            v = p.var(name)
+        except KeyError:
+            raise UsageError(f"--size {name}: program '{p.name}' declares no variable "
+                             f"'{name}'") from None
+        t = v.type
+        if isinstance(t, ArrayType) or not t.is_int or len(value) != 1:
+            raise UsageError(f"--size {name}: '{name}' is a {t} variable; --size gives a "
+                             "value only to an integer scalar of a program")
+        if value[0] >= 2 ** (t.bits - 1):
+            raise UsageError(f"--size {name}: {value[0]} does not fit in {t}")
+        out[name] = t.dtype.type(value[0])
+    return out
+
+
+def run_program_args(p: Program, args: argparse.Namespace, backend: str) -> Any:
+    """Run host program ``p`` (HP-13) with ``--size`` presets, its parallel loops and
+    launches on ``backend`` (``interp``: the reference interpreter; a device backend runs
+    the offloaded program, HP-17); the ``HostResult`` with its ``executor``."""
+    from sarek_py.host.backend import run_program_on
+
+    preset = program_preset(p, args.size)
+    # HP-17: on a device backend the parallel loops run there too (offloaded), never on
+    # the interpreter; the result names its executor
+    result, executor = run_program_on(p, backend, preset, check_races=not args.no_race_check)
+    return attrs.evolve(result, executor=executor)
+
+
+__all__ = ["apply_unchecked", "at_least", "block_of", "kernel_runner", "positive",
+           "program_preset", "run_program_args", "run_target", "seed_of", "size", "sizes"]

@@ -1,0 +1,51 @@
+"""What the loop-fusion analysis proved about a pair of parallel loops (specs/loop-fusion.md,
+LF-9, LF-13, LF-14): the record :func:`~sarek_py.fusion.loops.fusion.analyse_pair` makes and
+the rewrite (:mod:`~sarek_py.fusion.loops.fused_loop`, :mod:`~sarek_py.fusion.loops.pingpong`,
+:mod:`~sarek_py.fusion.loops.rewrite`) builds the fused program from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from sarek_py.fusion.loops.cost import CostDecision
+from sarek_py.ir.host.program import HFor, ParFor
+from sarek_py.ir.nodes import Binary, BinaryOp, Expr, Stmt, Var
+
+
+@attrs.frozen
+class Intermediate:
+    """An array the producer assigns: its guard conditions and value (over the producer's
+    indices)."""
+
+    array: Var
+    guards: tuple[Expr, ...]
+    value: Expr
+
+
+@attrs.frozen
+class Plan:
+    """What :func:`~sarek_py.fusion.loops.fusion.analyse_pair` proved: how to build the
+    fused loop."""
+
+    producer: ParFor
+    consumer: ParFor
+    intermediates: tuple[Intermediate, ...]
+    renamed: tuple[Var, ...]
+    consumer_body: Stmt
+    chain: tuple[HFor, ...]
+    check: Expr | None
+    cost: CostDecision
+
+
+def conj_all(es: Sequence[Expr]) -> Expr:
+    """``es[0] && es[1] && …`` (``es`` is not empty)."""
+    out = es[0]
+    for e in es[1:]:
+        out = Binary(BinaryOp.AND, out, e)
+    return out
+
+
+__all__ = ["Intermediate", "Plan", "conj_all"]
