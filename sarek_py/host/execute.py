@@ -19,6 +19,7 @@ from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.host.evaluate import host_eval
 from sarek_py.ir.host.launch import HostStmt, Launch, Sync, check_launch
 from sarek_py.ir.nodes import Ref
+from sarek_py.ir.requires_check import RangeRefused
 from sarek_py.runtime.base import Backend, LaunchError, Pending
 
 
@@ -83,6 +84,9 @@ class HostRun:
                                          scratch=scratch, read_back=read_back)
         except FusionRefused as refusal:  # a fused kernel's launch conditions (LEG-14)
             refusal.loc = refusal.loc or node.loc
+            raise
+        except RangeRefused as refusal:  # conditions over the arguments: here (LCH-25)
+            refusal.loc = node.loc or refusal.loc
             raise
         self.pending.append((node, pending))
 

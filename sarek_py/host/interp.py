@@ -68,6 +68,7 @@ from sarek_py.ir.nodes import (
     Unary,
     Var,
 )
+from sarek_py.ir.requires_check import RangeRefused
 from sarek_py.ir.types import ArrayType
 from sarek_py.ir.visit import iter_nodes
 from sarek_py.runtime.base import Backend
@@ -317,6 +318,9 @@ class HostInterp:
                 raise _Leave("stop", stop.code) from None
             except FusionRefused as refusal:  # a fused kernel's launch conditions (LEG-14)
                 refusal.loc = refusal.loc or s.loc
+                raise
+            except RangeRefused as refusal:  # conditions over its arguments: here (LCH-25)
+                refusal.loc = s.loc or refusal.loc
                 raise
             return
         self.device.before(s, f)

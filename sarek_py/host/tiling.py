@@ -22,7 +22,9 @@ others, so a thread's place along that dimension is its thread index plus a numb
 whole block shares, and every other coordinate is the block's. The blocks per row come
 from the host (``rows_c``), so a thread numbers its block in 32 bits (TIL-12), and the
 kernel's guard bounds each loop variable so that the body's offsets of it are proved in
-range (TIL-13). It has no flat branch: the
+range (TIL-13); the kernel requires of every launch the bounds within which that guard
+skips no iteration (``Kernel.ranges``, specs/launch.md LCH-25), so a launch the host did
+not choose is refused rather than run short. It has no flat branch: the
 host launches the nest's flat kernel instead when whole rows would pad too much (a uniform
 branch on a flag was measured to stop PoCL's work-group vectorizer, TIL-11).
 """
@@ -59,6 +61,7 @@ from sarek_py.ir.nodes import (
     seq,
     var,
 )
+from sarek_py.ir.requires_check import range_problem
 from sarek_py.ir.typeof import scalar_type_of
 from sarek_py.ir.types import Scalar
 from sarek_py.ir.visit import free_vars, fresh_name, var_names
@@ -415,7 +418,7 @@ def row_nest(nest: Nest) -> RowKernel:
     # modulo its extent: past it, the block is past the last place), or at a value of
     # the loop variable so near the end of its type that an offset of it in the body
     # could wrap (TIL-13; never for a launch the host makes, which passes such bounds to
-    # the flat kernel)
+    # the flat kernel, and refused for any other launch by the kernel's conditions, LCH-25)
     tests: list[Expr] = []
     for d, lp in enumerate(loops):
         t_lo, t_hi = type_range(lp.var.scalar)
@@ -458,8 +461,38 @@ def row_nest(nest: Nest) -> RowKernel:
     # the extents only the dimensions between the next and the outermost divide by
     main = _bind_extents(tuple(loops[d] for d in sorted(used_ext)),
                          [ext[d] for d in sorted(used_ext)], main)
-    kernel = Kernel(nest.name, (*nest.params, rows_c), nest.locals, main)
+    params = (*nest.params, rows_c)
+    kernel = Kernel(nest.name, params, nest.locals, main,
+                    ranges=row_conditions(nest, margins, params))
     return RowKernel(kernel, nest, contiguous, rows_c.name, margins)
+
+
+def row_conditions(nest: Nest, margins: Sequence[Range],
+                   params: Sequence[Var]) -> tuple[Expr, ...]:
+    """What the rows kernel requires of every launch (TIL-13, specs/launch.md LCH-25):
+    per loop whose body adds a negative (positive) offset to its variable, ``lower >= MIN
+    - cmin`` (``upper <= MAX - cmax``), the bounds within which its guard skips no
+    iteration; a constant bound that meets it needs none. A bound that is not an
+    expression over the nest's scalar parameters cannot be checked at a launch: the nest
+    is refused (``TilingRefused``), never given a kernel that could skip in silence."""
+    out: list[Expr] = []
+    for lp, (cmin, cmax) in zip(nest.loops, margins, strict=True):
+        t = lp.var.scalar
+        t_lo, t_hi = type_range(t)
+        for bound, edge, op, needed in ((lp.lower, t_lo - cmin, BinaryOp.GE, cmin < 0),
+                                        (lp.upper, t_hi - cmax, BinaryOp.LE, cmax > 0)):
+            if not needed or (isinstance(bound, Const) and isinstance(bound.value, int)
+                              and (bound.value >= edge if op is BinaryOp.GE
+                                   else bound.value <= edge)):
+                continue
+            cond = _bin(op, bound, Const(edge, t))
+            bad = range_problem(cond, params)
+            if bad is not None:
+                raise TilingRefused("TIL-13", f"nest {nest.name}: the rows kernel requires "
+                                    f"a bound of {lp.var.name} within {edge} at every "
+                                    f"launch, and cannot check {bad[0]}")
+            out.append(cond)
+    return tuple(out)
 
 
 def rows_bounds_too_near_expr(rk: RowKernel, starts: Sequence[Expr],

@@ -74,7 +74,7 @@ def run_kernel(
     launch that needs more is stopped with an :class:`InterpError` (INT-22), so a loop
     that never ends is reported instead of hanging the caller.
     """
-    if kernel.requires is not None:  # a fused kernel: its launch conditions (LEG-14)
+    if kernel.requires is not None or kernel.ranges:  # launch conditions (LEG-14, LCH-25)
         check_requires(kernel, args, threads, block, grid or block_shape)
     geo = _geometry(kernel, threads, block, grid, block_shape)
     with np.errstate(all="ignore"):

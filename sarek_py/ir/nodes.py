@@ -391,6 +391,9 @@ class Kernel:
     helpers: tuple[HelperFunc, ...] = ()
     #: the launch conditions of a fused kernel (specs/fusion-legality.md LEG-13)
     requires: FusionRequires | None = attrs.field(default=None, kw_only=True)
+    #: conditions over its scalar arguments that every launch must meet (``bool``
+    #: expressions over scalar parameters; a rows kernel's bounds, specs/launch.md LCH-25)
+    ranges: tuple[Expr, ...] = attrs.field(default=(), kw_only=True)
     loc: Loc | None = _loc()
 
     def helper(self, name: str) -> HelperFunc:

@@ -74,6 +74,8 @@ from sarek_py.ir.nodes import (
     While,
     var,
 )
+from sarek_py.ir.requires import FusionRequires
+from sarek_py.ir.requires_check import range_problem
 from sarek_py.ir.requires_text import parse_requires
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar, Type
 
@@ -809,9 +811,11 @@ class Parser:
         self.result_type = None
         with self.scope():
             params = self.parse_params(name)
-            requires = None
-            if self.at(NAME) and self.peek().text == "requires":  # LEG-13
-                requires = parse_requires(self, params)
+            requires: FusionRequires | None = None
+            ranges: tuple[Expr, ...] = ()
+            if self.at(NAME) and self.peek().text == "requires":  # LEG-13, LCH-25
+                requires, ranges = parse_requires(
+                    self, params, lambda: self.parse_range_condition(params))
             decls: list[Var] = []
             while self.at("shared", "local", "var"):
                 decls.append(self.parse_decl())
@@ -822,9 +826,24 @@ class Parser:
             body = self.parse_seq()
         self._end_of_item(f"kernel '{name.text}'")
         k = Kernel(name.text, params, tuple(decls), body, self.helpers_of(self.calls),
-                   requires=requires, loc=self.loc(start))
+                   requires=requires, ranges=ranges, loc=self.loc(start))
         self.check_depth(k.body, f"kernel '{name.text}'")
         return k
+
+    def parse_range_condition(self, params: tuple[Var, ...]) -> Expr:
+        """One condition of a kernel's ``requires range(...)`` (TXT-35): a ``bool``
+        expression over its integer and ``bool`` scalar parameters (LCH-25), a located
+        error otherwise."""
+        start = self.peek()
+        e = self.parse_expr(Scalar.BOOL)
+        bad = range_problem(e, params)
+        if bad is not None:
+            what, at = bad
+            msg = f"range(...) takes conditions over the launch's scalar arguments: {what}"
+            if at.loc is not None:
+                raise ParseError(msg, at.loc, self.text)
+            raise self.error(msg, start)
+        return e
 
     def helpers_of(self, calls: set[str]) -> tuple[HelperFunc, ...]:
         """The helpers ``calls`` name and those they call, transitively, in file order."""

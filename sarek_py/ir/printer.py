@@ -329,8 +329,9 @@ def print_helper(h: HelperFunc) -> str:
 def _kernel_only(k: Kernel) -> str:
     k = printable_kernel(k)
     head = f"kernel {k.name}({_params(k.params)})"
-    if k.requires is not None:  # LEG-13
-        head += "\n" + INDENT + format_requires(k.requires)
+    if k.requires is not None or k.ranges:  # LEG-13, LCH-25
+        head += "\n" + INDENT + format_requires(k.requires,
+                                                [print_expr(c) for c in k.ranges])
     decls = [INDENT + _decl(v) for v in k.locals]
     if decls:
         lines = [head, *decls]

@@ -1,36 +1,46 @@
-"""The text form of a fused kernel's launch conditions: the ``requires`` clause of its
-header (specs/text-format.md, specs/fusion-legality.md LEG-13), read by the parser and
-written by the printer."""
+"""The text form of a kernel's launch conditions: the ``requires`` clause of its header
+(specs/text-format.md TXT-35, specs/fusion-legality.md LEG-13, specs/launch.md LCH-25),
+read by the parser and written by the printer."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sarek_py.ir.lexer import INT, NAME
+from sarek_py.ir.nodes import Expr
 from sarek_py.ir.requires import Count, FusionRequires, FusionStep
 from sarek_py.ir.types import ArrayType, Scalar
 
 
-def format_requires(req: FusionRequires) -> str:
-    """The ``requires`` clause of a fused kernel's header (TXT, LEG-13)::
+def format_requires(req: FusionRequires | None, ranges: Sequence[str] = ()) -> str:
+    """The ``requires`` clause of a kernel's header (TXT-35, LEG-13, LCH-25)::
 
         requires fused(scale, relu, p_y, ep_tc) same(p_x, p_w)
+        requires range(lo_1 >= -2147483647, hi_1 <= 2147483645)
 
     ``fused(P, C, array, count[, tp, tc])`` per step, outermost first; ``same(a, b, …)``
-    per group of parameters bound to one buffer."""
+    per group of parameters bound to one buffer; ``range(c, …)`` the conditions over the
+    scalar arguments (``ranges``: their printed text), when there are any."""
     items = []
-    for s in req.steps:
+    for s in req.steps if req is not None else ():
         fields = [s.producer, s.consumer, s.array, s.count]
         if s.threads is not None:
             fields += [str(t) for t in s.threads]
         items.append(f"fused({', '.join(fields)})")
-    items += [f"same({', '.join(g)})" for g in req.same]
+    items += [f"same({', '.join(g)})" for g in req.same] if req is not None else []
+    if ranges:
+        items.append(f"range({', '.join(ranges)})")
     return "requires " + " ".join(items)
 
 
-def parse_requires(p: Any, params: tuple[Any, ...]) -> FusionRequires:
+def parse_requires(p: Any, params: tuple[Any, ...], condition: Callable[[], Expr]
+                   ) -> tuple[FusionRequires | None, tuple[Expr, ...]]:
     """Read a ``requires`` clause (the word ``requires`` is the next token) with parser
-    ``p`` of :mod:`sarek_py.ir.parser`, checking every name against ``params``."""
+    ``p`` of :mod:`sarek_py.ir.parser`, checking every name against ``params``: the
+    fused kernel's conditions (``None`` when it names no ``fused`` step) and the
+    conditions over the scalar arguments (``range(...)``, LCH-25), each read by
+    ``condition()`` (the parser's, which checks it)."""
     by_name = {v.name: v for v in params}
     p.advance()
 
@@ -51,10 +61,16 @@ def parse_requires(p: Any, params: tuple[Any, ...]) -> FusionRequires:
 
     steps: list[FusionStep] = []
     same: list[tuple[str, ...]] = []
-    while p.at(NAME) and p.peek().text in ("fused", "same"):
+    ranges: list[Expr] = []
+    same_word = None
+    while p.at(NAME) and p.peek().text in ("fused", "same", "range"):
         word = p.advance()
         p.expect("(", f"after '{word.text}'")
-        if word.text == "fused":
+        if word.text == "range":
+            ranges.append(condition())
+            while p.accept(","):
+                ranges.append(condition())
+        elif word.text == "fused":
             prod = str(p.expect_name("(the producer's name)").text)
             p.expect(",", "after the producer's name")
             cons = str(p.expect_name("(the consumer's name)").text)
@@ -69,6 +85,7 @@ def parse_requires(p: Any, params: tuple[Any, ...]) -> FusionRequires:
                 threads = (tp, count())
             steps.append(FusionStep(prod, cons, arr, cnt, threads))
         else:
+            same_word = same_word or word
             group = [param("array", "(a parameter bound to the same buffer)")]
             while p.accept(","):
                 group.append(param("array", "(a parameter bound to the same buffer)"))
@@ -76,12 +93,17 @@ def parse_requires(p: Any, params: tuple[Any, ...]) -> FusionRequires:
                 raise p.error("same(...) needs two or more different array parameters", word)
             same.append(tuple(group))
         p.expect(")", f"to close '{word.text}('")
-    if not steps:
-        raise p.unexpected("'fused(producer, consumer, array, count)' after 'requires'")
+    if not steps and not ranges:
+        raise p.unexpected("'fused(producer, consumer, array, count)' or 'range(condition, "
+                           "…)' after 'requires'")
+    if not steps and same_word is not None:
+        raise p.error("same(...) belongs to a fused kernel: it needs a fused(...) step",
+                      same_word)
     seen = [n for g in same for n in g]
     if len(seen) != len(set(seen)):
         raise p.error("an array parameter is in two same(...) groups")
-    return FusionRequires(tuple(steps), tuple(same))
+    fused = FusionRequires(tuple(steps), tuple(same)) if steps else None
+    return fused, tuple(ranges)
 
 
 __all__ = ["format_requires", "parse_requires"]

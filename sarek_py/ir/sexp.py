@@ -76,10 +76,15 @@ def register(classes: tuple[type, ...] = (), enums: tuple[type[enum.Enum], ...] 
 
 def _fields(x: Any) -> list[tuple[str, Any]]:
     """The fields a dump writes: all but the location, and but a keyword-only field at
-    its default (``Kernel.requires`` of a kernel that is not fused), which reads back as
-    that default."""
+    its default (``Kernel.requires`` of a kernel that is not fused, ``Kernel.ranges`` of
+    one without launch conditions over its arguments), which reads back as that
+    default."""
     return [(f.name, getattr(x, f.name)) for f in attrs.fields(type(x)) if f.name != "loc"
-            and not (f.kw_only and getattr(x, f.name) is None and f.default is None)]
+            and not (f.kw_only and _at_default(getattr(x, f.name), f.default))]
+
+
+def _at_default(value: Any, default: Any) -> bool:
+    return (value is None and default is None) or (value == () and default == ())
 
 
 def _atom(x: Any) -> str | None:

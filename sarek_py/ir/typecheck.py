@@ -47,6 +47,7 @@ from sarek_py.ir.nodes import (
     Var,
     While,
 )
+from sarek_py.ir.requires_check import range_problem
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar, Type
 from sarek_py.ir.visit import ends_every_path, iter_nodes
 
@@ -78,6 +79,12 @@ def check_kernel(k: Kernel) -> None:
         _check_helper_body(h, k.helpers)
     c = _Checker(where, k.loc, {h.name: h for h in k.helpers}, helper=None)
     c.declare_params(k.params)
+    for cond in k.ranges:  # launch conditions over the scalar arguments (LCH-25)
+        c.expr(cond)
+        bad = range_problem(cond, k.params)
+        if bad is not None:
+            raise _fail(f"range(...) takes conditions over the launch's scalar arguments: "
+                        f"{bad[0]}", bad[1].loc or k.loc, where)
     c.declare_locals(k.locals)
     c.stmt(k.body)
 

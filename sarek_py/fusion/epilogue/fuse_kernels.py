@@ -51,6 +51,7 @@ from sarek_py.ir.nodes import (
     reserve_ids,
     seq,
 )
+from sarek_py.ir.printer import print_expr
 from sarek_py.ir.requires import Count, FusionRequires, FusionStep
 from sarek_py.ir.typeof import scalar_type_of
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar, Type
@@ -357,6 +358,13 @@ def fuse(
         raise FusionRefused(
             "EF-15", f"consumer {consumer.name} is itself a fused kernel with launch "
             "conditions: fuse it as the producer of a chain instead", consumer.loc)
+    for role, k in (("producer", producer), ("consumer", consumer)):
+        if k.ranges:  # conditions over its scalar arguments (a rows kernel, LCH-25)
+            conds = ", ".join(print_expr(c) for c in k.ranges)
+            raise FusionRefused(
+                "EF-18", f"{role} {k.name} requires range({conds}) of its launches (a "
+                "rows kernel, TIL-13), which a fused kernel would not check: fuse the "
+                "nest's flat kernel instead", k.loc)
     c = consumer_shape(consumer)
     well_formed(producer, "producer")
     _check_shared(producer, consumer, shared)
