@@ -423,6 +423,12 @@ def test_leg12_in_place_symbolic_counts() -> None:
                             base = storages(12)
                             ref = {k: v.copy() for k, v in base.items()}
                             got = {k: v.copy() for k, v in base.items()}
+                            if int(host_eval(tc, env)) < 0:  # type: ignore[arg-type]
+                                # no valid unfused run: the fused launch is refused too
+                                # (LEG-14, LEG-19)
+                                with pytest.raises(FusionRefused, match="LEG-14"):
+                                    run(new, got)
+                                continue
                             run(launches, ref)
                             run(new, got)
                             for k in ref:

@@ -456,9 +456,9 @@ def test_aff14_random_two_symbols_sound() -> None:
 
 
 def test_fixed_leg12_wrapping_thread_count_is_trusted() -> None:
-    """LEG-12/LEG-6 (FAILS): the symbolic proof takes the launches' thread counts as exact
-    integers, but the host computes them in i32 with wrap-around, and LEG-6 only checks P's
-    body. Minimal input: P `y[i] <- x[i]` over `n * 65536 + 5` threads, C `z[i] <- 2 y[i]`
+    """LEG-12/LEG-6/LEG-14/LEG-19 (fixed): the symbolic proof takes the launches' thread
+    counts as exact integers, but the host computes them in i32 with wrap-around; the
+    fusion holds where they do not wrap, and the launch of wrapped counts is refused. Minimal input: P `y[i] <- x[i]` over `n * 65536 + 5` threads, C `z[i] <- 2 y[i]`
     over `n - 65526` threads. Index_slice proves [0, n - 65526) covered (true over the
     integers) and the launches are fused; at n = 65536 P runs 5 threads (wrapped) and C 10,
     so unfused z[5..9] = 2 * y (old) = -14 but the fused kernel (5 threads) leaves them NaN."""
@@ -493,22 +493,31 @@ kernel double(y : f32[], z : f32[]) =
     b1 = {a: v.copy() for a, v in bufs.items()}
     b2 = {a: v.copy() for a, v in bufs.items()}
     run_launches([concrete(prod, k), concrete(cons, k)], b1, interp)
-    run_launches([concrete(x, k) for x in new], b2, interp)
-    for a in b1:
-        assert same_bits(b1[a], b2[a]), a
+    # LEG-19: the symbolic proof holds where the counts do not wrap; every launch re-proves
+    # it with its own numbers (LEG-14), so the fused launch of the wrapped counts is refused
+    # before it runs, and nothing it would have written differs from the unfused run.
+    from sarek_py.fusion.refusal import FusionRefused
+
+    with pytest.raises(FusionRefused) as ei:
+        run_launches([concrete(x, k) for x in new], b2, interp)
+    assert ei.value.rule == "LEG-14" and "LEG-3" in ei.value.reason
+    for a in b2:
+        assert same_bits(b2[a], bufs[a]), a
 
 
 def test_leg12_symbolic_index_slice_checks_store_wraps() -> None:
-    """LEG-6 (holds): stores whose i32 index arithmetic may wrap (i << 1, i + i, 4*i/2)
-    are refused with LEG-6; 64-bit strided stores are proved."""
+    """LEG-6, LEG-19: `i << 1` and `i + i` under `i < n` are proved not to wrap where the
+    consumer's count 2n fits i32 (the fused kernel's count parameter is an i32, and every
+    launch re-proves the coverage with its own numbers, LEG-14); `4 * i` may wrap for
+    counts that fit and is refused with LEG-6; 64-bit strided stores are proved."""
     from sarek_py.fusion.refusal import FusionRefused
     from sarek_py.ir.nodes import Cast
 
     n = Ref(var("n", Scalar.I32, mutable=True))
     two_n = Binary(BinaryOp.MUL, Cast(Scalar.I64, n), Const(2, Scalar.I64))
     bodies = {
-        "if i < n then (y[i64(i << 1)] <- x[0]; y[i64(i << 1) + 1L] <- x[0])": "LEG-6",
-        "let j = i + i in if i < n then (y[i64(j)] <- x[0]; y[i64(j) + 1L] <- x[0])": "LEG-6",
+        "if i < n then (y[i64(i << 1)] <- x[0]; y[i64(i << 1) + 1L] <- x[0])": None,
+        "let j = i + i in if i < n then (y[i64(j)] <- x[0]; y[i64(j) + 1L] <- x[0])": None,
         "if i < n then (y[i64((4 * i) / 2)] <- x[0]; y[i64((4 * i) / 2) + 1L] <- x[0])":
             "LEG-6",
         "if i < n then (y[i64(i) << 1] <- x[0]; y[(i64(i) << 1) + 1L] <- x[0])": None,

@@ -75,7 +75,9 @@ def run_one(k: Kernel, seed: int) -> None:
     try:
         # a small loop budget (INT-22): a random loop of millions of iterations is not
         # compared (under typeguard the interpreter would take minutes on it)
-        r_ref = run_kernel(k, ref, 1, 1, loop_budget=LOOP_BUDGET)
+        # one thread on a 3-D launch: the kernels read y and z intrinsics (LCH-26)
+        r_ref = run_kernel(k, ref, 1, 1, loop_budget=LOOP_BUDGET, grid=(1, 1, 1),
+                           block_shape=(1, 1, 1))
     except InterpError:
         return  # undefined behaviour, or a loop past the budget: nothing to compare
     loose = any(isinstance(n, Intrinsic) and n.name in TRANSCENDENTAL
@@ -90,7 +92,7 @@ def run_one(k: Kernel, seed: int) -> None:
 
         Path(os.environ["SAREK_FUZZ_TRACE"]).write_text(print_kernel(k) + f"\n// seed {seed}\n")
     try:
-        r_dev = be.run_kernel(k, dev, 1, 1)
+        r_dev = be.run_kernel(k, dev, 1, 1, grid=(1, 1, 1), block_shape=(1, 1, 1))
     except CodegenError:
         return  # stop inside a helper (CG-11)
     assert np.array_equal(r_ref.stop_codes, r_dev.stop_codes)

@@ -15,7 +15,7 @@ EXAMPLE = ROOT / "examples" / "scale_relu.sk"
 
 GOLDEN_SCALE_RELU = """\
 // launch conditions of scale_relu, checked at every launch (specs/fusion-legality.md LEG-13 .. LEG-16):
-// - launch it on scale's thread count and block size, with scale's arguments and ep_tc = relu's thread count; each launch proves again that scale stores every element of p_tmp in [0, ep_tc) exactly once
+// - launch it on scale's thread count and block size, with scale's arguments and ep_tc = relu's thread count; each launch proves again that scale stores exactly once every element of p_tmp in [0, ep_tc) on which relu's body (as inserted) reads, stores or calls (LEG-18)
 // - array arguments p_x, p_tmp, c_y: separate buffers that do not overlap
 kernel scale_relu(p_x : f32[], p_tmp : f32[], p_a : f32, p_n : i32, c_y : f32[], c_n : i32, ep_tc : i32)
   requires fused(scale, relu, p_tmp, ep_tc) =

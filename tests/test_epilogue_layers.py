@@ -21,6 +21,7 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("accesses", "array accesses of kernel code, through helpers (EF-3)"),
     ("buffers", "which buffer a launch argument names; one buffer or overlap (LEG-1)"),
     ("consumer", "the element-wise consumer and the window check (EF-1..EF-4, EF-9)"),
+    ("domain", "the elements an element-wise consumer acts on (LEG-18)"),
     ("legality", "Index_slice and Launch_window on two launches (LEG-1..LEG-12, LEG-16)"),
     ("conditions", "the launch conditions checked at every launch (LEG-13..LEG-15)"),
     ("fuse_kernels", "the kernel rewrite (EF-5..EF-17)"),

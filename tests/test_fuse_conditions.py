@@ -146,8 +146,9 @@ def test_leg14_backend_launch_with_device_buffers_is_checked() -> None:
     dev = {n: be.allocate((N,), np.float32) for n in ("p_x", "p_y", "c_z")}
     scalars = {"p_a": np.float32(1.0), "p_n": np.int32(N), "c_n": np.int32(N)}
     be.launch(fk, {**dev, **scalars, "ep_tc": np.int32(N)}, N, 4)
-    with pytest.raises(FusionRefused, match="LEG-14"):
-        be.launch(fk, {**dev, **scalars, "ep_tc": np.int32(N + 1)}, N, 4)
+    with pytest.raises(FusionRefused, match="LEG-14"):  # relu acts on element N: unstored
+        be.launch(fk, {**dev, **scalars, "c_n": np.int32(N + 1), "ep_tc": np.int32(N + 1)},
+                  N, 4)
     with pytest.raises(FusionRefused, match="LEG-15"):
         be.launch(fk, {**dev, **scalars, "c_z": dev["p_x"], "ep_tc": np.int32(N)}, N, 4)
     with pytest.raises(FusionRefused, match="LEG-14"):  # no thread at all runs no consumer
@@ -295,7 +296,7 @@ def test_ef15_a_fused_consumer_is_refused() -> None:
 def program(tc: int) -> str:
     text = print_kernel(fused("scale", "relu"))
     return (text + "\nprogram t\nvar x : f32[10]; var y : f32[10]; var z : f32[10];\nbegin\n"
-            "  launch scale_relu(x, y, 1.5f, 10, z, 10, " + str(tc) + ") threads 10L "
+            f"  launch scale_relu(x, y, 1.5f, 10, z, {tc}, {tc}) threads 10L "
             "block 4;\n  sync\nend\n")
 
 
@@ -448,7 +449,7 @@ def test_leg14_checker_is_loaded_by_any_import(tmp_path: Path) -> None:
         "args = {**a, 'p_a': np.float32(1), 'p_n': 10, 'c_n': 10}\n"
         "run_kernel(k, {**args, 'ep_tc': 10}, 10)\n"
         "try:\n"
-        "    run_kernel(k, {**args, 'ep_tc': 11}, 10)\n"
+        "    run_kernel(k, {**args, 'c_n': 11, 'ep_tc': 11}, 10)\n"
         "except Exception as e:\n"
         "    print(type(e).__name__, getattr(e, 'rule', None))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

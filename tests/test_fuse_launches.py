@@ -401,11 +401,13 @@ kernel double(y : f32[], z : f32[]) =
     with pytest.raises(FusionRefused) as ei:
         index_slice(gap, "y", two_n)
     assert ei.value.rule == "LEG-12"
-    # in i32, 2 * i may wrap for a large n: LEG-6 before any coverage question
+    # in i32, 2 * i + 1 cannot wrap when the consumer's count 2n fits i32 (a launch fact,
+    # LEG-19); with the count n nothing bounds n below 2^30: LEG-6 before any coverage
     wraps = KernelLaunch(mod.kernel("wraps"), n, 8, {"x": "X", "y": "Y", "n": n})
+    index_slice(wraps, "y", two_n)
     with pytest.raises(FusionRefused) as ei:
-        index_slice(wraps, "y", two_n)
-    assert ei.value.rule == "LEG-6"
+        index_slice(wraps, "y", n)
+    assert ei.value.rule == "LEG-6" and "`2 * i` may exceed 2147483647" in ei.value.reason
     consumer = KernelLaunch(mod.kernel("double"), two_n, 8, {"y": "Y", "z": "Z"})
     new, report = fuse_launches([split, consumer])
     assert [d.fused for d in report] == [True]

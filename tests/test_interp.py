@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sarek_py.ir.diagnostics import InterpError, SarekError
+from sarek_py.ir.diagnostics import InterpError, LaunchError, SarekError
 from sarek_py.ir.interp import InterpResult, run_kernel
 from sarek_py.ir.nodes import (
     Binary,
@@ -88,7 +88,9 @@ kernel k(out : i32[,]) =
   out[i, 3] <- thread_idx_y; out[i, 4] <- block_idx_z
 """)
     out = np.full((7, 5), -1, dtype=np.int32)
-    run_kernel(k, {"out": out}, threads=7, block=3)
+    with pytest.raises(LaunchError, match=r"\[LCH-26\] kernel k reads block_idx_z"):
+        run_kernel(k, {"out": out}, threads=7, block=3)  # y, z: not axes of a 1-D launch
+    run_kernel(k, {"out": out}, threads=7, grid=(3, 1, 1), block_shape=(3, 1, 1))
     assert out[:, 0].tolist() == [3] * 7
     assert out[:, 1].tolist() == [3] * 7
     assert out[:, 2].tolist() == list(range(7))

@@ -210,12 +210,14 @@ def test_leg8_reads_nothing_names_both_sides() -> None:
 
 
 def test_leg3_consumer_launched_over_more_elements() -> None:
-    """LEG-17, LEG-3: relu reads 1000 elements but is launched with 1024 threads; the
-    message said "the 1024 elements that the consumer reads"."""
+    """LEG-17, LEG-3: scale stores 1000 elements, relu acts on all 1024 of its threads
+    (its guard is i < 1024; with i < 1000 the pair fuses, LEG-18:
+    tests/test_rounded_up_launches.py); the message said "the 1024 elements that the
+    consumer reads"."""
     k = kernels(KERNELS)
     t, y = np.zeros(1024, np.float32), np.zeros(1024, np.float32)
     d = pair_decision([KernelLaunch(k["scale"], 1024, 256, {"x": X, "tmp": t, "a": 2.0, "n": 1000}),
-                       KernelLaunch(k["relu"], 1024, 256, {"tmp": t, "y": y, "n": 1000})])
+                       KernelLaunch(k["relu"], 1024, 256, {"tmp": t, "y": y, "n": 1024})])
     says(d, "LEG-3", "stores 1000 of the 1024 elements", "relu's 1024 threads are launched",
          "elements 1000..1023 are not stored", absent=("that the consumer reads",))
     assert d.loc is not None and d.loc.line == 5  # scale's store of tmp
@@ -534,8 +536,10 @@ def test_leg9_contraction(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_leg12_symbolic_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # relu's guard is i < m: it acts on [0, m), scale stores [0, n) (with relu's guard
+    # i < n the pair fuses for any m, LEG-18: tests/test_rounded_up_launches.py)
     out = explain(tmp_path, capsys, KERNELS, SYMBOLIC.replace(
-        "launch relu(tmp, y, n) threads n", "launch relu(tmp, y, n) threads m").replace(
+        "launch relu(tmp, y, n) threads n", "launch relu(tmp, y, m) threads m").replace(
         "n : i32", "n : i32, m : i32"))
     line = out.splitlines()[0]
     assert "[LEG-12] scale: for symbolic counts" in line and "of tmp" in line, line

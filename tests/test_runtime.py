@@ -342,12 +342,17 @@ class _FakeDriver:
         def get_attribute(self, attr: Any) -> int:
             # a real GPU's figures (sm_80): LCH-21 checks launches against them
             return {"max threads": 1024, "max block x": 1024, "max grid x": 2**31 - 1,
-                    "max shared": 49152}[attr]
+                    "max shared": 49152, "max block y": 1024, "max block z": 64,
+                    "max grid y": 65535, "max grid z": 65535}[attr]
 
     class device_attribute:  # noqa: N801 (pycuda's spelling)
         MAX_THREADS_PER_BLOCK = "max threads"
         MAX_BLOCK_DIM_X = "max block x"
         MAX_GRID_DIM_X = "max grid x"
+        MAX_BLOCK_DIM_Y = "max block y"  # LCH-27: per-axis limits of n-D launches
+        MAX_BLOCK_DIM_Z = "max block z"
+        MAX_GRID_DIM_Y = "max grid y"
+        MAX_GRID_DIM_Z = "max grid z"
         MAX_SHARED_MEMORY_PER_BLOCK = "max shared"
 
     class Context:

@@ -170,7 +170,7 @@ def test_fe17_pipeline_on_a_prefix_view_matches_unfused() -> None:
 def test_leg14_pipeline_fused_kernel_carries_and_meets_its_conditions() -> None:
     """LEG-13/LEG-14 on the front end: the kernel a pipeline fused carries its
     conditions, its own launch meets them, and the same kernel launched on the backend
-    with the consumer on more threads is refused."""
+    with the consumer acting on an element the producer does not store is refused."""
     from sarek_py.frontend.kernel import get_backend
 
     x = np.arange(10, dtype=np.float32)
@@ -182,8 +182,11 @@ def test_leg14_pipeline_fused_kernel_carries_and_meets_its_conditions() -> None:
     assert lc.kernel.requires is not None
     args = dict(lc.by_name)
     get_backend("interp").run_kernel(lc.kernel, args, 10, 4)
+    # ep_tc = 11 alone is fine now: fe_lenk acts only on i < len(t) = 10 (LEG-18); with
+    # the producer storing 9 elements, element 9 it acts on is not stored: refused
+    get_backend("interp").run_kernel(lc.kernel, {**args, "ep_tc": 11}, 10, 4)
     with pytest.raises(FusionRefused) as ei:
-        get_backend("interp").run_kernel(lc.kernel, {**args, "ep_tc": 11}, 10, 4)
+        get_backend("interp").run_kernel(lc.kernel, {**args, "p_n": 9, "ep_tc": 11}, 10, 4)
     assert ei.value.rule == "LEG-14"
 
 

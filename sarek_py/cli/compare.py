@@ -14,7 +14,7 @@ import numpy as np
 from sarek_py.cli.loading import check_any, load_any
 from sarek_py.cli.registry import UsageError
 from sarek_py.cli.report import describe_program_run, describe_run
-from sarek_py.cli.running import block_of, kernel_runner, run_program_args
+from sarek_py.cli.running import kernel_runner, launch_of, run_program_args
 from sarek_py.ir.host.program import Program
 from sarek_py.ir.nodes import Kernel
 
@@ -55,11 +55,11 @@ def compare_kernel(k: Kernel, inputs: dict[str, Any], args: argparse.Namespace) 
     bytes are identical, and whether the stop codes agree."""
     mine = copy.deepcopy(inputs)
     theirs = copy.deepcopy(inputs)
-    block = block_of(args)
-    res_a = kernel_runner(args.backend)(k, mine, args.threads, block,
-                                        check_races=not args.no_race_check)
-    res_b = kernel_runner(args.compare)(k, theirs, args.threads, block,
-                                        check_races=not args.no_race_check)
+    threads, block, shape = launch_of(args)  # CLI-17
+    res_a = kernel_runner(args.backend)(k, mine, threads, block,
+                                        check_races=not args.no_race_check, **shape)
+    res_b = kernel_runner(args.compare)(k, theirs, threads, block,
+                                        check_races=not args.no_race_check, **shape)
     for line in describe_run(k, mine, res_a):
         print(line)
     ok = True

@@ -20,8 +20,9 @@ from sarek_py.cli.report import describe_program_run, describe_run
 from sarek_py.cli.running import (
     apply_unchecked,
     at_least,
-    block_of,
+    extents,
     kernel_runner,
+    launch_of,
     positive,
     run_program_args,
     run_target,
@@ -39,8 +40,12 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         "which then runs as a whole)")
     p.add_argument("--threads", "-n", type=positive, metavar="N",
                    help="number of threads to launch (required with --kernel)")
-    p.add_argument("--block", "-b", type=positive, metavar="B",
-                   help="threads per block (default 256)")
+    p.add_argument("--block", "-b", type=extents, metavar="B",
+                   help="threads per block (default 256), or a block of 2 or 3 dimensions "
+                        "(BxB or BxBxB)")
+    p.add_argument("--grid", "-g", type=extents, metavar="G",
+                   help="instead of --threads: a grid of G blocks, or of GxG or GxGxG "
+                        "blocks of --block threads (an n-D launch, CLI-17)")
     p.add_argument("--size", action="append", type=size, default=[], metavar="NAME=N",
                    help="an integer scalar parameter's value, or an array parameter's "
                         "extents (NAME=RxC for 2-D); of a host program: an integer scalar "
@@ -85,12 +90,13 @@ def run_command(args: argparse.Namespace) -> int:
     if args.against is not None:
         raise UsageError(f"--against compares two host programs; {args.file} is run as "
                          f"kernel '{target.name}'")
-    inputs = make_inputs(target, dict(sizes(args.size)), args.threads, seed_of(args))
+    threads, block, shape = launch_of(args)
+    inputs = make_inputs(target, dict(sizes(args.size)), threads, seed_of(args))
     if args.compare:
         return compare_kernel(target, inputs, args)
     run_kernel = kernel_runner(args.backend)
-    result = run_kernel(target, inputs, args.threads, block_of(args),
-                        check_races=not args.no_race_check)
+    result = run_kernel(target, inputs, threads, block, check_races=not args.no_race_check,
+                        **shape)
     for line in describe_run(target, inputs, result):
         print(line)
     return 0

@@ -4,6 +4,7 @@ program of a file, its inputs' options, the backend it runs on."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -61,9 +62,37 @@ def seed_of(args: argparse.Namespace) -> int:
     return 0 if args.seed is None else int(args.seed)
 
 
+def extents(text: str) -> tuple[int, ...]:
+    """An ``argparse`` type: ``N``, ``NxM`` or ``NxMxK``, positive integers (CLI-17)."""
+    parts = text.split("x")
+    if not 1 <= len(parts) <= 3 or not all(x.isdigit() and int(x) >= 1 for x in parts):
+        raise argparse.ArgumentTypeError(
+            f"expected N, NxM or NxMxK (positive integers), got {text!r}")
+    return tuple(int(x) for x in parts)
+
+
 def block_of(args: argparse.Namespace) -> int:
-    """``--block`` of a kernel run (default 256)."""
-    return 256 if args.block is None else int(args.block)
+    """``--block`` of a kernel run (default 256): its size, the product of its extents."""
+    block = args.block
+    if block is None:
+        return 256
+    if isinstance(block, tuple):
+        return math.prod(block)
+    return int(block)
+
+
+def launch_of(args: argparse.Namespace) -> tuple[int, int, dict[str, tuple[int, ...]]]:
+    """The thread count, block size and n-D shape keywords (``grid``, ``block_shape``) of
+    a kernel run (CLI-17): ``--threads N`` with ``--block B`` (or ``BxB[xB]``), or
+    ``--grid GxG[xG]`` blocks of ``--block`` threads, the count their product."""
+    block = args.block if args.block is not None else (256,)
+    bshape = block if isinstance(block, tuple) else (int(block),)
+    grid = getattr(args, "grid", None)
+    if grid is not None:
+        return math.prod(grid) * math.prod(bshape), math.prod(bshape), {
+            "grid": grid, "block_shape": bshape}
+    kw = {"block_shape": bshape} if len(bshape) > 1 else {}
+    return int(args.threads), math.prod(bshape), kw
 
 
 def apply_unchecked(args: argparse.Namespace) -> None:
@@ -111,12 +140,17 @@ def run_target(args: argparse.Namespace) -> Kernel | Program:
         if args.kernel is None:
             raise UsageError("the following argument is required: --kernel K "
                              f"({args.file} holds kernels, not a host program)")
-        if args.threads is None:
-            raise UsageError("the following argument is required to run a kernel: "
-                             "--threads N")
+        grid = getattr(args, "grid", None)
+        if args.threads is None and grid is None:
+            raise UsageError("the following argument is required to run a kernel (or "
+                             "--grid GxG[xG], CLI-17): --threads N")
+        if args.threads is not None and grid is not None:
+            raise UsageError("--threads and --grid: give one (--grid launches its blocks "
+                             "of --block threads, CLI-17)")
         check_module(mod)
         return find_kernel(mod, args.kernel, args.file)
     given = [opt for opt, v in (("--threads", args.threads), ("--block", args.block),
+                                ("--grid", getattr(args, "grid", None)),
                                 ("--seed", args.seed)) if v is not None]
     if given:
         raise UsageError(f"{', '.join(given)}: {args.file} holds the host program "
@@ -159,5 +193,6 @@ def run_program_args(p: Program, args: argparse.Namespace, backend: str) -> Any:
     return attrs.evolve(result, executor=executor)
 
 
-__all__ = ["apply_unchecked", "at_least", "block_of", "kernel_runner", "positive",
+__all__ = ["apply_unchecked", "at_least", "block_of", "extents", "kernel_runner",
+           "launch_of", "positive",
            "program_preset", "run_program_args", "run_target", "seed_of", "size", "sizes"]

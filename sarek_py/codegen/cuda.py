@@ -9,6 +9,18 @@ _math = math_names("f")
 _math[("abs", Scalar.I32)] = "abs"
 _math[("abs", Scalar.I64)] = "llabs"
 
+#: the linear thread id of INT-1 (block after block, x fastest) for launches of 1 to 3
+#: dimensions (LCH-27), in 64-bit arithmetic
+_FLAT_FN = (
+    "__device__ __forceinline__ long long sarek_flat_id() {",
+    "  return ((long long)blockIdx.x + (long long)gridDim.x * ((long long)blockIdx.y",
+    "      + (long long)gridDim.y * blockIdx.z)) * (long long)(blockDim.x * blockDim.y"
+    " * blockDim.z)",
+    "      + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));",
+    "}",
+)
+_FLAT = "sarek_flat_id()"
+
 CUDA = Dialect(
     title="CUDA C",
     name="cuda",
@@ -27,9 +39,11 @@ CUDA = Dialect(
     unsigned_suffix={Scalar.I32: "u", Scalar.I64: "ULL"},
     storage_bool="unsigned char",
     i64_suffix="LL",
-    flat_id="(long long)blockIdx.x * blockDim.x + threadIdx.x",
-    thread=thread_table("(int)threadIdx.{a}", "(int)blockIdx.{a}", "(int)blockDim.{a}",
-                        "(int)gridDim.{a}", "(int)(blockIdx.{a} * blockDim.{a} + threadIdx.{a})"),
+    flat_id=_FLAT,
+    thread={**thread_table("(int)threadIdx.{a}", "(int)blockIdx.{a}", "(int)blockDim.{a}",
+                           "(int)gridDim.{a}",
+                           "(int)(blockIdx.{a} * blockDim.{a} + threadIdx.{a})"),
+            "global_thread_id": f"(int){_FLAT}"},
     math=_math,
     math_wrap={},
     f32_bits="__int_as_float({hex})",
@@ -37,4 +51,5 @@ CUDA = Dialect(
     pragmas={"unroll": "#pragma unroll", "nounroll": "#pragma unroll 1"},
     atomic_cas="atomicCAS({ptr}, {old}, {new})",
     atomic_read="*(volatile int*){ptr}",
+    support=_FLAT_FN,
 )

@@ -53,6 +53,9 @@ class Dialect:
     #: read of it that is not a data race with that swap (CG-22)
     atomic_cas: str
     atomic_read: str
+    #: C functions every unit holds after the prelude: ``sarek_flat_id()``, the linear
+    #: thread id of INT-1 for launches of 1 to 3 dimensions (LCH-27)
+    support: tuple[str, ...] = ()
 
     def type_name(self, t: Scalar) -> str:
         return self.types[t]

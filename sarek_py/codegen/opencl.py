@@ -9,6 +9,19 @@ _math = math_names("")
 _math[("abs", Scalar.I32)] = "abs"
 _math[("abs", Scalar.I64)] = "abs"
 
+#: the linear thread id of INT-1 (block after block, x fastest) for launches of 1 to 3
+#: dimensions (LCH-27); size_t arithmetic cannot wrap for the 2^31 - 1 threads at most
+_FLAT_FN = (
+    "long sarek_flat_id(void) {",
+    "  return (long)((get_group_id(0) + get_num_groups(0) * (get_group_id(1)"
+    " + get_num_groups(1) * get_group_id(2)))",
+    "      * (get_local_size(0) * get_local_size(1) * get_local_size(2))",
+    "      + get_local_id(0) + get_local_size(0) * (get_local_id(1)"
+    " + get_local_size(1) * get_local_id(2)));",
+    "}",
+)
+_FLAT = "sarek_flat_id()"
+
 OPENCL = Dialect(
     title="OpenCL C",
     name="opencl",
@@ -27,10 +40,11 @@ OPENCL = Dialect(
     unsigned_suffix={Scalar.I32: "u", Scalar.I64: "UL"},
     storage_bool="uchar",
     i64_suffix="L",
-    flat_id="(long)get_global_id(0)",
-    thread=thread_table("(int)get_local_id({n})", "(int)get_group_id({n})",
-                        "(int)get_local_size({n})", "(int)get_num_groups({n})",
-                        "(int)get_global_id({n})"),
+    flat_id=_FLAT,
+    thread={**thread_table("(int)get_local_id({n})", "(int)get_group_id({n})",
+                           "(int)get_local_size({n})", "(int)get_num_groups({n})",
+                           "(int)get_global_id({n})"),
+            "global_thread_id": f"(int){_FLAT}"},
     math=_math,
     # OpenCL's integer abs returns an unsigned type: convert back to the IR's signed type
     math_wrap={("abs", Scalar.I32): "(int){}", ("abs", Scalar.I64): "(long){}"},
@@ -39,6 +53,7 @@ OPENCL = Dialect(
     pragmas={"unroll": "#pragma unroll", "nounroll": "#pragma nounroll"},
     atomic_cas="atomic_cmpxchg({ptr}, {old}, {new})",
     atomic_read="atomic_or({ptr}, 0)",  # OpenCL 1.2 has no atomic load
+    support=_FLAT_FN,
 )
 
 #: build options: correctly rounded f32 division and sqrt (OpenCL otherwise allows 2.5 and

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, Protocol, overload
@@ -28,11 +29,15 @@ from sarek_py.ir.types import ArrayType, Scalar
 ArgValue = np.ndarray[Any, Any] | int | float | bool | np.generic
 
 
+#: a thread count or block size, or (CUDA's spelling, FE-24) a grid or block shape
+Count = int | tuple[int, ...]
+
+
 class Recorder(Protocol):
     """Where a launch goes instead of running: an open ``pipeline()`` (FE-17)."""
 
-    def record(self, k: KernelFunction, args: dict[str, ArgValue], threads: int, block: int,
-               backend: str | None) -> None: ...
+    def record(self, k: KernelFunction, args: dict[str, ArgValue], threads: Count,
+               block: Count, backend: str | None) -> None: ...
 
 
 #: the recorder open in this context (``with sarek_py.pipeline():``), if any; the pipeline
@@ -127,10 +132,20 @@ class KernelFunction:
         """The launch arguments by parameter name, checked and converted (FE-15)."""
         return bind_arguments(self.ir, args, kwargs)
 
-    def launch(self, *args: Any, threads: Any, block: Any = 256,
+    def launch(self, *args: Any, threads: Any = None, block: Any = 256, grid: Any = None,
                backend: str | None = None, **kwargs: Any) -> Any:
-        """Run the kernel over ``threads`` threads in blocks of ``block``; arrays are updated
-        in place. Inside a ``pipeline()`` the launch is recorded instead (and None returned)."""
+        """Run the kernel over ``threads`` threads in blocks of ``block`` — or, with
+        ``grid`` (FE-24), over a grid of 1 to 3 extents of blocks of ``block`` (an int or 1
+        to 3 extents); arrays are updated in place. Inside a ``pipeline()`` the launch is
+        recorded instead (and None returned)."""
+        if grid is not None:
+            if threads is not None:
+                raise LaunchArgumentError(f"{self.name}.launch: give threads= or grid=, "
+                                          "not both")
+            return self._start(args, kwargs, _shape("grid", grid), _shape("block", block),
+                               backend)
+        if threads is None:
+            raise LaunchArgumentError(f"{self.name}.launch: give threads= (or grid=)")
         return self._start(args, kwargs, threads, block, backend)
 
     def _start(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], threads: Any,
@@ -177,13 +192,26 @@ def _short_repr(x: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _config(config: Any) -> tuple[int, int]:
+def _shape(what: str, v: Any) -> tuple[int, ...]:
+    """A grid or block shape (FE-24): an int or 1 to 3 positive ints."""
+    ext = v if isinstance(v, tuple) else (v,)
+    if not 1 <= len(ext) <= 3 or any(
+            not isinstance(n, int | np.integer) or isinstance(n, bool) or n <= 0 for n in ext):
+        raise LaunchArgumentError(f"the {what} must be a positive integer or a tuple of 1 to "
+                                  f"3 positive integers, not {v!r}")
+    return tuple(int(n) for n in ext)
+
+
+def _config(config: Any) -> tuple[Count, Count]:
     if isinstance(config, tuple):
         if len(config) != 2:
-            raise LaunchArgumentError("write kernel[threads, block](...)")
+            raise LaunchArgumentError("write kernel[threads, block](...), or "
+                                      "kernel[grid, block](...) with tuples (CUDA's spelling)")
         threads, block = config
     else:
         threads, block = config, 256
+    if isinstance(threads, tuple) or isinstance(block, tuple):  # CUDA's spelling (FE-24)
+        return _shape("grid", threads), _shape("block", block)
     for what, n in (("threads", threads), ("block", block)):
         if not isinstance(n, int | np.integer) or isinstance(n, bool) or n <= 0:
             raise LaunchArgumentError(f"{what} must be a positive integer, not {n!r}")
@@ -255,12 +283,20 @@ def is_deep(k: Kernel) -> bool:
     return not in_deep_thread() and tree_depth(k) > SHALLOW
 
 
-def run_on(backend: str | None, k: Kernel, args: Mapping[str, ArgValue], threads: int,
-           block: int) -> Any:
-    """Run ``k`` on the named backend (None: the runtime's default) (FE-16)."""
+def run_on(backend: str | None, k: Kernel, args: Mapping[str, ArgValue], threads: Count,
+           block: Count) -> Any:
+    """Run ``k`` on the named backend (None: the runtime's default) (FE-16); tuples are a
+    grid and block shape (FE-24)."""
     runner = get_backend(backend).run_kernel
-    return call_deep(runner, k, args, threads, block) if is_deep(k) else runner(
-        k, args, threads, block)
+    kw: dict[str, Any] = {}
+    if isinstance(threads, tuple) or isinstance(block, tuple):
+        grid = threads if isinstance(threads, tuple) else (threads,)
+        bshape = block if isinstance(block, tuple) else (block,)
+        kw = {"grid": grid, "block_shape": bshape}
+        threads, block = math.prod(grid) * math.prod(bshape), math.prod(bshape)
+    if is_deep(k):
+        return call_deep(runner, k, args, threads, block, **kw)
+    return runner(k, args, threads, block, **kw)
 
 
 def get_backend(backend: str | None) -> Any:

@@ -13,6 +13,7 @@ import builtins
 
 from sarek_py.frontend.scope import DeadLoopVar, Env, is_literal, literal_is_float
 from sarek_py.frontend.translate_expr import ExprTranslator
+from sarek_py.ir.jumps import has_continue
 from sarek_py.ir.nodes import (
     Assign,
     Binary,
@@ -53,10 +54,20 @@ class LoopTranslator(ExprTranslator, abc.ABC):
     fixed: dict[int, str]
     #: every name used in the function, and the names made up so far
     names: set[str]
+    #: the loops around the statement being translated (FE-23)
+    loop_depth: int
 
     @abc.abstractmethod
     def block(self, stmts: list[ast.stmt], env: Env, *, top: bool = False) -> Stmt:
         """The translation of a block of statements."""
+
+    def loop_block(self, stmts: list[ast.stmt], env: Env) -> Stmt:
+        """A loop's body, where ``break`` and ``continue`` are allowed (FE-23)."""
+        self.loop_depth += 1
+        try:
+            return self.block(stmts, env)
+        finally:
+            self.loop_depth -= 1
 
     def constant_int(self, node: ast.expr) -> int | None:
         """An integer literal or an integer constant of the enclosing scope (FE-9)."""
@@ -105,7 +116,7 @@ class LoopTranslator(ExprTranslator, abc.ABC):
             raise self.err(it, f"range bounds must be integers, not {t}")
         v = Var(name, fresh_id(), t)
         self.fixed[v.id] = "a loop variable"
-        body = self.block(s.body, {**env, name: v})
+        body = self.loop_block(s.body, {**env, name: v})
         env[name] = DeadLoopVar(self.src.loc(s).line)
         if step in (1, -1):
             down = step == -1
@@ -125,12 +136,12 @@ class LoopTranslator(ExprTranslator, abc.ABC):
             stop_var = Var(self.fresh_name(f"{v.name}_stop"), fresh_id(), t)
             bound = Ref(stop_var)
         cmp = BinaryOp.LT if step > 0 else BinaryOp.GT
-        loop: Stmt = While(
-            Binary(cmp, Ref(ctr), bound),
-            seq(Let(v, Ref(ctr), body),
-                Assign(ctr, Binary(BinaryOp.ADD, Ref(ctr), Const(step, t)))),
-            loc=loc,
-        )
+        advance = Assign(ctr, Binary(BinaryOp.ADD, Ref(ctr), Const(step, t)))
+        # a `continue` of the body goes to the while's test: the counter must have advanced
+        # before the body runs (FE-23); else it advances after, as before
+        step_body = (Let(v, Ref(ctr), seq(advance, body)) if has_continue(body)
+                     else seq(Let(v, Ref(ctr), body), advance))
+        loop: Stmt = While(Binary(cmp, Ref(ctr), bound), step_body, loc=loc)
         if stop_var is not None:
             loop = Let(stop_var, stop, loop, loc=loc)
         return Let(ctr, start, loop, loc=loc)

@@ -17,7 +17,15 @@ from contextvars import Token
 from types import TracebackType
 from typing import Any
 
-from sarek_py.frontend.kernel import RECORDER, ArgValue, KernelFunction, Recorder, emit, get_backend
+from sarek_py.frontend.kernel import (
+    RECORDER,
+    ArgValue,
+    Count,
+    KernelFunction,
+    Recorder,
+    emit,
+    get_backend,
+)
 from sarek_py.fusion.epilogue.sequence import Decision, fuse_launches
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.host.launch import KernelLaunch, Launch
@@ -65,8 +73,8 @@ class Pipeline:
 
     # --------------------------------------------------------------- recording
 
-    def record(self, k: KernelFunction, args: dict[str, ArgValue], threads: int, block: int,
-               backend: str | None) -> None:
+    def record(self, k: KernelFunction, args: dict[str, ArgValue], threads: Count,
+               block: Count, backend: str | None) -> None:
         """Record one launch (called by :meth:`KernelFunction.launch`)."""
         if backend is not None and backend != self.backend:
             raise SarekError(f"a launch of '{k.name}' asks for backend {backend!r} inside a "
@@ -89,7 +97,7 @@ class Pipeline:
             launches, decisions = fuse_launches(launches, target=target(backend.name),
                                                 force=self.force)
             self.decisions.extend(decisions)
-        results = [backend.run_kernel(lc.kernel, lc.by_name, *lc.counts())
+        results = [backend.run_kernel(lc.kernel, lc.by_name, *lc.counts(), **_shape_of(lc))
                    for lc in launches]
         self.launches.extend(launches)
         self.results.extend(results)
@@ -119,3 +127,9 @@ class Pipeline:
 def pipeline(backend: str | None = None, *, fuse: bool = True, force: bool = False) -> Pipeline:
     """A context that records launches and runs them fused at its end (FE-17)."""
     return Pipeline(backend, fuse=fuse, force=force)
+
+
+def _shape_of(lc: Launch) -> dict[str, tuple[int, ...]]:
+    """The grid and block shape of an n-D launch as ``run_kernel`` keywords (FE-24)."""
+    shape = lc.shape()
+    return {} if shape is None else {"grid": shape[0], "block_shape": shape[1]}

@@ -30,7 +30,9 @@ from sarek_py.ir.deep import depth_message, too_deep
 from sarek_py.ir.nodes import (
     Assign,
     Barrier,
+    Break,
     Const,
+    Continue,
     Empty,
     Expr,
     HelperFunc,
@@ -154,6 +156,7 @@ class StmtTranslator(LoopTranslator):
         self.result = result
         self.locals: list[Var] = []
         self.fixed: dict[int, str] = {}  # ids of parameters and loop variables -> what they are
+        self.loop_depth = 0  # the loops around the statement being translated (FE-23)
         self.names = {n.id for n in ast.walk(src.tree) if isinstance(n, ast.Name)}
         self.refuse_foreign_constructs()
         for n in ast.walk(src.tree):
@@ -358,7 +361,7 @@ class StmtTranslator(LoopTranslator):
                 if orelse:
                     raise self.err(s, "while ... else is not supported in kernels")
                 c = self.condition(test, env, "the condition of `while`")
-                return While(c, self.block(body, env), loc=loc)
+                return While(c, self.loop_block(body, env), loc=loc)
             case ast.For():
                 return self.for_loop(s, env)
             case ast.Return(value=value):
@@ -366,9 +369,11 @@ class StmtTranslator(LoopTranslator):
             case ast.Pass():
                 return Empty(loc=loc)
             case ast.Break() | ast.Continue():
-                word = "break" if isinstance(s, ast.Break) else "continue"
-                raise self.err(s, f"`{word}` is not supported in kernels (the IR has no {word}): "
-                               "use a while loop with a condition variable")
+                if not self.loop_depth:
+                    word = "break" if isinstance(s, ast.Break) else "continue"
+                    raise self.err(s, f"`{word}` outside a loop: it must sit in a `for` or "
+                                   "`while` loop of this function")
+                return Break(loc=loc) if isinstance(s, ast.Break) else Continue(loc=loc)
             case ast.Expr(value=value):
                 return self.expr_stmt(value, env)
         if type(s) in STATEMENTS:

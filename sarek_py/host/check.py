@@ -22,6 +22,7 @@ from sarek_py.ir.host.program import (
     Program,
 )
 from sarek_py.ir.intrinsics import THREAD_INTRINSICS
+from sarek_py.ir.jumps import jump_word, own_jumps
 from sarek_py.ir.nodes import Call, Empty, Expr, Intrinsic, Kernel, Let, Loc, Ref, Var, var
 from sarek_py.ir.typecheck import check_kernel
 from sarek_py.ir.typeof import type_of
@@ -102,6 +103,14 @@ def check_program(program: Program) -> None:
                 for ix in ixs:
                     _check_expr(ix.start, Scalar.I32, "a bound of 'parallel for'", s.loc)
                     _check_expr(ix.stop, Scalar.I32, "a bound of 'parallel for'", s.loc)
+                jump = next(own_jumps(s.body), None)
+                if jump is not None:  # HP-19: its iterations are independent
+                    word = jump_word(jump)
+                    raise CheckError(
+                        f"'{word}' in the body of a parallel loop, outside a loop of its own: "
+                        "the iterations of a parallel loop are independent, its body cannot "
+                        f"{word} it (put the rest of the body under an 'if' instead)",
+                        jump.loc or s.loc)
                 k, _ = parfor_kernel(s, program.helpers)
                 check_kernel(k)
             case CallProc(proc=name, args=args):

@@ -54,6 +54,9 @@ class HostRun:
         thread_count, block_size, node_args = node.host_exprs()
         threads = int(host_eval(thread_count, env))
         block = int(host_eval(block_size, env))
+        grid, bshape = node.host_shape()  # an n-D launch's extents (LCH-28)
+        grid_n = tuple(int(host_eval(e, env)) for e in grid) or None
+        block_n = tuple(int(host_eval(e, env)) for e in bshape) or None
         k = node.kernel
         scratch: dict[str, int] = {}
         read_back: dict[str, int] = {}
@@ -81,12 +84,16 @@ class HostRun:
                                 if isinstance(a, Ref) and a.var == v]
         try:
             pending = self.backend.start(k, args, threads, block, overwritten=overwritten,
-                                         scratch=scratch, read_back=read_back)
+                                         scratch=scratch, read_back=read_back,
+                                         grid=grid_n, block_shape=block_n)
         except FusionRefused as refusal:  # a fused kernel's launch conditions (LEG-14)
             refusal.loc = refusal.loc or node.loc
             raise
         except RangeRefused as refusal:  # conditions over the arguments: here (LCH-25)
             refusal.loc = node.loc or refusal.loc
+            raise
+        except LaunchError as err:  # a launch the backend refuses (LCH-21, LCH-27): here
+            err.loc = err.loc or node.loc
             raise
         self.pending.append((node, pending))
 

@@ -71,6 +71,7 @@ from sarek_py.ir.host.program import (
     expr_vars,
 )
 from sarek_py.ir.intrinsics import THREAD_INTRINSICS
+from sarek_py.ir.jumps import jump_word, own_jumps
 from sarek_py.ir.nodes import (
     Barrier,
     Binary,
@@ -143,6 +144,10 @@ def _check_lowerable(loop: ParFor) -> None:
             raise OffloadError("a parallel loop cannot hold a barrier", s.loc or loop.loc)
         if isinstance(s, Return):
             raise OffloadError("a parallel loop cannot return", s.loc or loop.loc)
+    jump = next(own_jumps(loop.body), None)
+    if jump is not None:  # HP-19: only inside a loop of the body
+        raise OffloadError(f"a parallel loop cannot {jump_word(jump)} itself",
+                           jump.loc or loop.loc)
     for e in iter_exprs(loop.body):
         if isinstance(e, Intrinsic) and e.name in THREAD_INTRINSICS:
             raise OffloadError(f"a parallel loop cannot use thread intrinsic '{e.name}'",

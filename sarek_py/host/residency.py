@@ -28,7 +28,7 @@ from sarek_py.ir.host.program import (
     expr_vars,
 )
 from sarek_py.ir.nodes import Loc, Ref, Var
-from sarek_py.runtime.base import Backend, DeviceArray, scalar_value
+from sarek_py.runtime.base import Backend, DeviceArray, LaunchError, scalar_value
 from sarek_py.runtime.cache import kernel_facts
 
 
@@ -174,6 +174,8 @@ class Residency:
         stoppable, written = facts.can_stop, facts.written
         threads = int(evaluate(s.thread_count, f))
         block = int(evaluate(s.block_size, f))
+        grid = tuple(int(evaluate(e, f)) for e in s.grid) or None  # n-D (LCH-28)
+        bshape = tuple(int(evaluate(e, f)) for e in s.block_shape) or None
         discard: set[int] = set()
         for v, c in zip(s.overwritten, s.overwritten_if, strict=True):
             if bool(evaluate(c, f)):
@@ -214,7 +216,12 @@ class Residency:
             self.backend.copy_in(status, np.zeros(threads, np.int32))
             assert s.stop_status is not None
             self.stops.append(_PendingStop(s, status, threads))
-        self.backend.launch(k, args, threads, block, status, check_races=self.check_races)
+        try:
+            self.backend.launch(k, args, threads, block, status,
+                                check_races=self.check_races, grid=grid, block_shape=bshape)
+        except LaunchError as err:  # a launch the backend refuses: located at the statement
+            err.loc = err.loc or s.loc
+            raise
         for e, w in touched:
             if w:
                 e.host_valid = False

@@ -26,6 +26,7 @@ from sarek_py.ir.interp_exec import LOOP_BUDGET, Frame, Machine
 from sarek_py.ir.interp_geometry import Geometry
 from sarek_py.ir.interp_memory import ArrayStore, Memory
 from sarek_py.ir.interp_ops import Val
+from sarek_py.ir.launch_axes import check_launch_axes
 from sarek_py.ir.nodes import Call, Kernel, Ref, Store, Var, iter_stmts
 from sarek_py.ir.requires_check import check_requires
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar
@@ -77,6 +78,7 @@ def run_kernel(
     if kernel.requires is not None or kernel.ranges:  # launch conditions (LEG-14, LCH-25)
         check_requires(kernel, args, threads, block, grid or block_shape)
     geo = _geometry(kernel, threads, block, grid, block_shape)
+    check_launch_axes(kernel, grid, block_shape or (block,), threads)  # LCH-26
     with np.errstate(all="ignore"):
         frame, shared, writebacks = _bind(kernel, args, geo)
         helper_stores = any(

@@ -28,10 +28,12 @@ from sarek_py.ir.nodes import (
     Barrier,
     Binary,
     BinaryOp,
+    Break,
     Call,
     Cast,
     Cond,
     Const,
+    Continue,
     Empty,
     Expr,
     For,
@@ -113,6 +115,17 @@ class Frame:
         self.result = result
 
 
+class LoopExits:
+    """The lanes that left the body of one running loop by ``break`` or ``continue``
+    (INT-25): set aside until the loop's current iteration ends."""
+
+    __slots__ = ("broke", "cont")
+
+    def __init__(self, none: Mask):
+        self.broke: Mask = none
+        self.cont: Mask = none
+
+
 class Machine:
     """Runs one kernel over all lanes of a launch."""
 
@@ -139,6 +152,8 @@ class Machine:
         #: a helper stopped some lanes: masks in flight must drop them (see :meth:`live`)
         self.helper_stopped = False
         self.depth = 0
+        #: the loops running in the current function, innermost last (INT-25)
+        self.loops: list[LoopExits] = []
 
     def run(self) -> NDArray[np.int32]:
         """Run the kernel body in every lane; the stop code of each lane."""
@@ -324,7 +339,9 @@ class Machine:
         zero = None if h.result is Scalar.UNIT else h.result.dtype.type(0)
         callee = Frame(scalars, arrays, helper=h, result=zero)
         saved = self.frame
+        saved_loops = self.loops
         self.frame = callee
+        self.loops = []  # break/continue never cross a call (IR-32)
         self.depth += 1
         try:
             fell = self.exec(h.body, m)
@@ -334,6 +351,7 @@ class Machine:
                     raise self.error("reached the end of the helper without a return", h.loc, lane)
         finally:
             self.frame = saved
+            self.loops = saved_loops
             self.depth -= 1
         return callee.result
 
@@ -419,7 +437,37 @@ class Machine:
                 f"budget allows (INT-22): a loop that does not end? "
                 f"(raise run_kernel's loop_budget for a longer run)", s.loc)
 
+    def enter_loop(self) -> LoopExits:
+        ex = LoopExits(self.empty)
+        self.loops.append(ex)
+        return ex
+
+    def leave_loop(self, ex: LoopExits, out: Mask) -> Mask:
+        """The lanes after a loop: those that ended it (``out``) and those that broke out
+        of it (INT-25)."""
+        popped = self.loops.pop()
+        assert popped is ex
+        return self.live(self.union(out, ex.broke))
+
+    def iteration_end(self, ex: LoopExits, fell: Mask) -> Mask:
+        """The lanes that go on to the loop's next step: those that fell through the body
+        and those that continued (INT-25)."""
+        if ex.cont is self.empty:
+            return fell
+        nxt = self.live(self.union(fell, ex.cont))
+        ex.cont = self.empty
+        return nxt
+
     def _while(self, s: While, m: Mask) -> Mask:
+        ex = self.enter_loop()
+        out: Mask = self.empty
+        try:
+            out = self._while_steps(s, m, ex)
+        finally:
+            out = self.leave_loop(ex, out)
+        return out
+
+    def _while_steps(self, s: While, m: Mask, ex: LoopExits) -> Mask:
         out: Mask = self.empty
         cur = m
         while True:
@@ -434,7 +482,7 @@ class Machine:
                 cur = self.narrow(cur, c)
                 if not self.alive(cur):
                     return out
-            cur = self.exec(s.body, cur)
+            cur = self.iteration_end(ex, self.exec(s.body, cur))
             if not self.alive(cur):
                 return out
 
@@ -443,6 +491,15 @@ class Machine:
         a = self.ev(s.start, m)
         b = self.ev(s.stop, m)
         m = self.live(m)
+        ex = self.enter_loop()
+        out: Mask = self.empty
+        try:
+            out = self._for_steps(s, m, a, b, ex)
+        finally:
+            out = self.leave_loop(ex, out)
+        return out
+
+    def _for_steps(self, s: For, m: Mask, a: Any, b: Any, ex: LoopExits) -> Mask:
         assert isinstance(s.var.type, Scalar)
         dt = s.var.type.dtype
         env = self.frame.scalars
@@ -454,7 +511,7 @@ class Machine:
                 for k in rng:
                     self.spend(s)
                     env[s.var] = dt.type(k)
-                    cur = self.exec(s.body, cur)
+                    cur = self.iteration_end(ex, self.exec(s.body, cur))
                     if not self.alive(cur):
                         break
                 return cur
@@ -468,7 +525,7 @@ class Machine:
             while self.alive(cur):
                 self.spend(s)
                 env[s.var] = (a64 - k if s.down else a64 + k).astype(dt)
-                cur = self.exec(s.body, cur)
+                cur = self.iteration_end(ex, self.exec(s.body, cur))
                 k += 1
                 if not self.alive(cur):
                     break
@@ -513,6 +570,20 @@ class Machine:
     def _empty(self, s: Empty, m: Mask) -> Mask:
         return m
 
+    def _jump(self, s: Break | Continue, m: Mask) -> Mask:
+        """``break``/``continue``: the active lanes leave the body of the innermost loop
+        and wait at its end or at its next step (INT-25)."""
+        if not self.loops:
+            word = "break" if isinstance(s, Break) else "continue"
+            raise self.error(f"'{word}' outside a loop (IR-32)", s.loc)
+        ex = self.loops[-1]
+        m = self.live(m)
+        if isinstance(s, Break):
+            ex.broke = self.union(ex.broke, m)
+        else:
+            ex.cont = self.union(ex.cont, m)
+        return self.empty
+
     def _pragma(self, s: Pragma, m: Mask) -> Mask:
         return self.exec(s.body, m)
 
@@ -543,5 +614,5 @@ _EX: dict[type, Callable[[Machine, Any, Mask], Mask]] = {
     Let: Machine._let, Assign: Machine._assign, Store: Machine._store, Seq: Machine._seq,
     If: Machine._if, For: Machine._for, While: Machine._while, Return: Machine._return,
     Barrier: Machine._barrier, Empty: Machine._empty, Pragma: Machine._pragma,
-    Stop: Machine._stop,
+    Stop: Machine._stop, Break: Machine._jump, Continue: Machine._jump,
 }

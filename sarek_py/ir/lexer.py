@@ -20,7 +20,7 @@ from sarek_py.ir.nodes import Loc
 #: words that cannot name a variable or a function (TXT-2)
 KEYWORDS = frozenset({
     "let", "mut", "in", "if", "then", "else", "for", "to", "downto", "do", "done", "while",
-    "return", "barrier", "stop", "pragma", "fun", "pure", "kernel", "shared", "local", "var",
+    "return", "barrier", "stop", "pragma", "break", "continue", "fun", "pure", "kernel", "shared", "local", "var",
     "true", "false", "length", "nan", "inf", "nanf", "inff",
     "i32", "i64", "f32", "f64", "bool", "unit",
 })

@@ -349,6 +349,23 @@ class Pragma:
 
 
 @attrs.frozen
+class Break:
+    """Leaves the innermost enclosing ``for``/``while`` loop of the same function (IR-32);
+    in a host program, the innermost sequential loop (HP-19)."""
+
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class Continue:
+    """Ends the current iteration of the innermost enclosing ``for``/``while`` loop of the
+    same function: a ``for`` steps to its next value, a ``while`` tests its condition
+    again (IR-32)."""
+
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
 class Stop:
     """The thread stops the kernel's work with ``code`` (recorded in the launch's stop status)."""
 
@@ -356,9 +373,11 @@ class Stop:
     loc: Loc | None = _loc()
 
 
-Stmt = Let | Assign | Store | Seq | If | For | While | Return | Barrier | Empty | Pragma | Stop
+Stmt = (Let | Assign | Store | Seq | If | For | While | Return | Barrier | Empty | Pragma | Stop
+        | Break | Continue)
 STMT_TYPES: tuple[type, ...] = (
-    Let, Assign, Store, Seq, If, For, While, Return, Barrier, Empty, Pragma, Stop,
+    Let, Assign, Store, Seq, If, For, While, Return, Barrier, Empty, Pragma, Stop, Break,
+    Continue,
 )
 
 

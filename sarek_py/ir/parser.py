@@ -45,10 +45,12 @@ from sarek_py.ir.nodes import (
     Barrier,
     Binary,
     BinaryOp,
+    Break,
     Call,
     Cast,
     Cond,
     Const,
+    Continue,
     Empty,
     Expr,
     For,
@@ -93,6 +95,7 @@ _LITERALS = (INT, INT64, FLOAT, FLOAT32)
 
 #: tokens that can start a statement / an expression
 STMT_START = frozenset({"let", "if", "for", "while", "return", "barrier", "stop", "pragma",
+                        "break", "continue",
                         NAME, "("})
 EXPR_START = frozenset({INT, INT64, FLOAT, FLOAT32, NAME, "true", "false", "(", "-", "!",
                         "~", "length", *_SCALARS})
@@ -651,6 +654,12 @@ class Parser:
             case "barrier":
                 self.advance()
                 return Barrier(loc=loc)
+            case "break":
+                self.advance()
+                return Break(loc=loc)
+            case "continue":
+                self.advance()
+                return Continue(loc=loc)
             case "stop":
                 self.advance()
                 neg = self.accept("-")

@@ -21,7 +21,26 @@ from typing import Any, TypeVar
 import attrs
 
 from sarek_py.ir.intrinsics import THREAD_INTRINSICS
-from sarek_py.ir.nodes import For, HelperFunc, If, Kernel, Let, Pragma, Seq, Stmt, Var, While
+from sarek_py.ir.nodes import (
+    Assign,
+    Barrier,
+    Break,
+    Continue,
+    Empty,
+    For,
+    HelperFunc,
+    If,
+    Kernel,
+    Let,
+    Pragma,
+    Return,
+    Seq,
+    Stmt,
+    Stop,
+    Store,
+    Var,
+    While,
+)
 from sarek_py.ir.visit import free_vars, var_names
 
 T = TypeVar("T")
@@ -112,6 +131,11 @@ class Namer:
                     self.stmt(e, env)
             case While(body=b) | Pragma(body=b):
                 self.stmt(b, env)
+            case (Assign() | Store() | Return() | Barrier() | Empty() | Stop() | Break()
+                  | Continue()):
+                pass  # no binder
+            case _:
+                raise TypeError(f"not a statement: {s!r}")
 
     def params(self, env: Env, params: Iterable[Var], rest: tuple[object, ...],
                scope: dict[str, Var]) -> dict[str, Var]:

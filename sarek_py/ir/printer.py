@@ -18,10 +18,12 @@ from sarek_py.ir.nodes import (
     Barrier,
     Binary,
     BinaryOp,
+    Break,
     Call,
     Cast,
     Cond,
     Const,
+    Continue,
     Empty,
     Expr,
     For,
@@ -266,6 +268,10 @@ def _stmt(s: Stmt, ind: str) -> list[str]:
             return [f"{ind}return {print_expr(value)}"]
         case Barrier():
             return [f"{ind}barrier"]
+        case Break():
+            return [f"{ind}break"]
+        case Continue():
+            return [f"{ind}continue"]
         case Empty():
             return [f"{ind}()"]
         case Stop(code=code):

@@ -19,10 +19,12 @@ from sarek_py.ir.nodes import (
     Barrier,
     Binary,
     BinaryOp,
+    Break,
     Call,
     Cast,
     Cond,
     Const,
+    Continue,
     Empty,
     Expr,
     For,
@@ -178,6 +180,8 @@ class _Checker:
         self.helpers = helpers
         self.helper = helper
         self.scope: dict[int, Var] = {}
+        #: the loops around the statement being checked, in this function only (IR-32)
+        self.loops = 0
 
     # -- errors and locations
 
@@ -329,11 +333,19 @@ class _Checker:
                             f"for loop {what} bound has type {_desc(t)}, loop variable "
                             f"'{v.name}' has type {v.type}", bound)
                 self.bind(v, s)
-                self.stmt(b)
+                self.loop_body(b)
                 del self.scope[v.id]
             case While(cond=c, body=b):
                 self.condition(c, "while")
-                self.stmt(b)
+                self.loop_body(b)
+            case Break() | Continue():
+                if not self.loops:
+                    word = "break" if isinstance(s, Break) else "continue"
+                    where = (f"helper '{self.helper.name}'" if self.helper is not None
+                             else "the kernel")
+                    raise self.error(
+                        f"'{word}' outside a loop: it must sit in a for or while loop of "
+                        f"{where} (a loop around a call does not count)", s)
             case Return(value=e):
                 self.ret(s, e)
             case Barrier():
@@ -352,6 +364,13 @@ class _Checker:
                 pass
             case _:
                 raise self.error(f"not a statement: {type(s).__name__}", s)
+
+    def loop_body(self, b: Stmt) -> None:
+        self.loops += 1
+        try:
+            self.stmt(b)
+        finally:
+            self.loops -= 1
 
     def _hname(self) -> str:
         return self.helper.name if self.helper is not None else "?"

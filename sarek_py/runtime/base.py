@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 
 from sarek_py.ir.diagnostics import LaunchError as LaunchError
 from sarek_py.ir.effects import kernel_may_stop, kernel_writes
+from sarek_py.ir.launch_axes import check_launch_axes
 from sarek_py.ir.nodes import Kernel, Var
 from sarek_py.ir.requires_check import check_requires
 from sarek_py.ir.types import ArrayType, Scalar
@@ -32,6 +33,7 @@ from sarek_py.runtime.cache import kernel_facts
 
 if TYPE_CHECKING:
     from sarek_py.runtime.limits import DeviceLimits
+    from sarek_py.runtime.shape import LaunchShape
 
 #: the byte a discarded (not copied-in) or scratch buffer is filled with
 POISON_BYTE = 0xA5
@@ -172,6 +174,7 @@ class Pending:
     written: frozenset[str]
     status: DeviceArray | None
     read_back: Mapping[str, int]
+    shape: LaunchShape | None = None
 
 
 class Backend(abc.ABC):
@@ -218,7 +221,26 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
                 threads: int, block: int, status: DeviceArray | None,
-                check_races: bool) -> None: ...
+                check_races: bool, shape: LaunchShape | None = None) -> None:
+        """Start the threads; ``shape`` is the grid and block of a launch given in
+        several dimensions (LCH-27), ``None`` for ``threads`` in blocks of ``block``."""
+
+    def launch_shape(self, kernel: Kernel, threads: int, block: int, grid: Any,
+                     block_shape: Any) -> tuple[int, int, LaunchShape | None]:
+        """``(threads, block size, shape)`` checked against every launch's and the
+        device's limits (LCH-21, LCH-27) and against the axes the kernel reads (LCH-26);
+        the shape is ``None`` for a launch given by ``threads`` and ``block`` alone."""
+        if grid is None and block_shape is None:
+            threads, block = self.check_limits(kernel, threads, block)  # LCH-21
+            check_launch_axes(kernel, None, (block,), threads)  # LCH-26
+            return threads, block, None
+        from sarek_py.runtime.shape import launch_shape
+
+        threads = self.check_limits(kernel, threads, 1)[0]
+        shape = launch_shape(kernel, threads, block, grid, block_shape, self.device_limits())
+        threads, block = self.check_limits(kernel, threads, shape.block_size)
+        check_launch_axes(kernel, shape.grid, shape.block)  # LCH-26
+        return threads, block, shape
 
     @abc.abstractmethod
     def sync(self) -> None:
@@ -263,12 +285,14 @@ class Backend(abc.ABC):
 
     def launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
                threads: int, block: int = 256, status: DeviceArray | None = None, *,
-               check_races: bool = True) -> None:
+               check_races: bool = True, grid: Any = None, block_shape: Any = None) -> None:
         """Start ``threads`` threads in blocks of ``block`` (a count below one runs none);
         returns without waiting. ``status`` is the stop-status buffer (one int32 per thread)
-        of a kernel that can stop."""
-        threads, block = self.check_limits(kernel, threads, block)  # LCH-21
-        check_requires(kernel, args, threads, block)  # a fused kernel's conditions (LEG-14)
+        of a kernel that can stop. ``grid``/``block_shape`` (1 to 3 extents each) give a
+        launch of several dimensions (LCH-27); ``block_shape`` then replaces ``block``."""
+        threads, block, shape = self.launch_shape(kernel, threads, block, grid, block_shape)
+        shaped = None if shape is None else (shape.grid, shape.block)
+        check_requires(kernel, args, threads, block, shaped)  # fused kernels (LEG-14)
         if threads < 1:
             return
         if (self.whole_blocks_for_barriers and threads % block
@@ -277,7 +301,7 @@ class Backend(abc.ABC):
                 f"kernel {kernel.name} has a barrier: its {threads} threads must fill whole "
                 f"blocks of {block} on the {self.name} backend (LCH-6)")
         self.stats.launches += 1
-        self._launch(kernel, args, threads, block, status, check_races)
+        self._launch(kernel, args, threads, block, status, check_races, shape)
 
     def run_kernel(
         self,
@@ -290,12 +314,15 @@ class Backend(abc.ABC):
         overwritten: Collection[str] = (),
         scratch: Mapping[str, int] | None = None,
         read_back: Mapping[str, int] | None = None,
+        grid: Any = None,
+        block_shape: Any = None,
     ) -> RunResult:
         """Run ``kernel`` once, with the interpreter's semantics: arrays are copied in, the
         arrays the kernel may store are copied back into the caller's arrays (start, sync,
         finish). The keywords are those of :meth:`start`."""
         pending = self.start(kernel, args, threads, block, check_races=check_races,
-                             overwritten=overwritten, scratch=scratch, read_back=read_back)
+                             overwritten=overwritten, scratch=scratch, read_back=read_back,
+                             grid=grid, block_shape=block_shape)
         self.sync()
         return self.finish(pending)
 
@@ -310,6 +337,8 @@ class Backend(abc.ABC):
         overwritten: Collection[str] = (),
         scratch: Mapping[str, int] | None = None,
         read_back: Mapping[str, int] | None = None,
+        grid: Any = None,
+        block_shape: Any = None,
     ) -> Pending:
         """Copy in and launch, without waiting; :meth:`finish` after a :meth:`sync`.
 
@@ -317,8 +346,10 @@ class Backend(abc.ABC):
         LCH-10); ``scratch`` maps a rank-1 array parameter to the number of elements of a
         device-only buffer passed for it (LCH-11) — no host array is given for it — and
         ``read_back`` to the number of leading elements to copy back (at most the size).
+        ``grid``/``block_shape`` give a launch of several dimensions (LCH-27).
         """
-        threads, block = self.check_limits(kernel, threads, block)  # LCH-21
+        threads, block, shape = self.launch_shape(kernel, threads, block, grid, block_shape)
+        shaped = None if shape is None else (shape.grid, shape.block)
         scratch = dict(scratch or {})
         read_back = dict(read_back or {})
         for name in read_back:
@@ -336,7 +367,7 @@ class Backend(abc.ABC):
                                   f"must lie in 0..{size}")
             host_args[name] = np.empty(size, p.type.elem.dtype)  # placeholder for the check
         checked = check_args(kernel, host_args)
-        check_requires(kernel, checked, threads, block)  # before copies (LEG-14, LEG-15)
+        check_requires(kernel, checked, threads, block, shaped)  # before copies (LEG-14)
         for name in overwritten:
             p = _param(kernel, name)
             if not isinstance(p.type, ArrayType):
@@ -380,8 +411,11 @@ class Backend(abc.ABC):
         if facts.can_stop and threads > 0:
             status = self.allocate((threads,), np.int32)
             self.copy_in(status, np.zeros(threads, np.int32))
-        self.launch(kernel, dev_args, threads, block, status, check_races=check_races)
-        return Pending(kernel, threads, dev_args, tuple(hosts), written, status, read_back)
+        self.launch(kernel, dev_args, threads, block, status, check_races=check_races,
+                    grid=None if shape is None else shape.grid,
+                    block_shape=None if shape is None else shape.block)
+        return Pending(kernel, threads, dev_args, tuple(hosts), written, status, read_back,
+                       shape)
 
     def finish(self, pending: Pending) -> RunResult:
         """After a :meth:`sync`: copy the arrays the kernel may have stored back into the

@@ -27,6 +27,7 @@ from sarek_py.runtime.base import Backend, DeviceArray
 from sarek_py.runtime.cache import KernelCache, LruCache
 from sarek_py.runtime.faults import FaultWatch
 from sarek_py.runtime.limits import DeviceLimits
+from sarek_py.runtime.shape import LaunchShape
 
 
 def _import_driver() -> Any:
@@ -80,7 +81,11 @@ class CudaBackend(Backend):
         self._limits = DeviceLimits(
             device=f"CUDA device {self.device_name}", max_block=self.max_block,
             max_blocks=get("MAX_GRID_DIM_X"), max_global=None,
-            shared_bytes=get("MAX_SHARED_MEMORY_PER_BLOCK"))
+            shared_bytes=get("MAX_SHARED_MEMORY_PER_BLOCK"),
+            max_block_dims=(get("MAX_BLOCK_DIM_X"), get("MAX_BLOCK_DIM_Y"),
+                            get("MAX_BLOCK_DIM_Z")),
+            max_grid_dims=(get("MAX_GRID_DIM_X"), get("MAX_GRID_DIM_Y"),
+                           get("MAX_GRID_DIM_Z")))
         self.faults = FaultWatch(self._alloc, lambda h, n: self._fill(h, n, 0), self._read,
                                  self.drv.Context.synchronize)
 
@@ -123,13 +128,17 @@ class CudaBackend(Backend):
 
     def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
                 threads: int, block: int, status: DeviceArray | None,
-                check_races: bool) -> None:
+                check_races: bool, shape: LaunchShape | None = None) -> None:
         em, fn, plan = self.compiled(kernel)
         fault = self.faults.arm(kernel.name, em.abi)
         try:
             values = plan.values(args, threads, status, _handle, fault)
-            blocks = -(-threads // block)
-            fn(*values, block=(block, 1, 1), grid=(blocks, 1))
+            if shape is None:
+                blocks = -(-threads // block)
+                fn(*values, block=(block, 1, 1), grid=(blocks, 1))
+            else:  # grid and block dims (LCH-27)
+                g3, b3 = shape.padded()
+                fn(*values, block=b3, grid=g3)
         except BaseException:
             if fault is not None:
                 self.faults.forget()

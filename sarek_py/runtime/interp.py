@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 
 from sarek_py.ir.nodes import Kernel
 from sarek_py.runtime.base import Backend, DeviceArray
+from sarek_py.runtime.shape import LaunchShape
 
 
 class InterpBackend(Backend):
@@ -38,7 +39,7 @@ class InterpBackend(Backend):
 
     def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
                 threads: int, block: int, status: DeviceArray | None,
-                check_races: bool) -> None:
+                check_races: bool, shape: LaunchShape | None = None) -> None:
         from sarek_py.ir.interp import run_kernel  # the interpreter imports numpy only
 
         views: dict[str, Any] = {}
@@ -47,7 +48,9 @@ class InterpBackend(Backend):
                 views[name] = v.handle.view(v.dtype).reshape(v.shape)
             else:
                 views[name] = v
-        res = run_kernel(kernel, views, threads, block, check_races=check_races)
+        res = run_kernel(kernel, views, threads, block, check_races=check_races,
+                         grid=None if shape is None else shape.grid,
+                         block_shape=None if shape is None else shape.block)
         if status is not None:
             status.handle.view(np.int32)[:threads] = res.stop_codes
 

@@ -35,6 +35,9 @@ class DeviceLimits:
     max_global: int | None
     shared_bytes: int
     unit: str = "threads"
+    #: the largest block and grid extent along x, y, z (``None``: none known; LCH-27)
+    max_block_dims: tuple[int, int, int] | None = None
+    max_grid_dims: tuple[int, int, int] | None = None
 
 
 def shared_arrays(kernel: Kernel) -> list[tuple[str, int]]:

@@ -29,6 +29,7 @@ from sarek_py.runtime.base import Backend, DeviceArray, LaunchError
 from sarek_py.runtime.cache import KernelCache, LruCache
 from sarek_py.runtime.faults import FaultWatch
 from sarek_py.runtime.limits import DeviceLimits
+from sarek_py.runtime.shape import LaunchShape
 
 #: built programs by (context id, source): shared by every backend object of the process
 _PROGRAMS: LruCache[tuple[int, str], Any] = LruCache()
@@ -69,6 +70,12 @@ def _pick_device(cl: Any) -> Any:
     return (gpus or found)[0]
 
 
+def _three(sizes: Any) -> tuple[int, int, int]:
+    """The device's largest work-group extents along x, y, z."""
+    s = [int(n) for n in sizes] + [1, 1, 1]
+    return s[0], s[1], s[2]
+
+
 def _handle(d: DeviceArray) -> Any:
     return d.handle
 
@@ -96,7 +103,7 @@ class OpenCLBackend(Backend):
         self._limits = DeviceLimits(
             device=f"OpenCL device {dev.name}", max_block=self.max_block, max_blocks=None,
             max_global=2 ** int(dev.address_bits) - 1, shared_bytes=int(dev.local_mem_size),
-            unit="work-items")
+            unit="work-items", max_block_dims=_three(dev.max_work_item_sizes))
         self.faults = FaultWatch(self._alloc, self._zero, self._read, self.queue.finish,
                                  self._read_async)
 
@@ -157,14 +164,20 @@ class OpenCLBackend(Backend):
 
     def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
                 threads: int, block: int, status: DeviceArray | None,
-                check_races: bool) -> None:
+                check_races: bool, shape: LaunchShape | None = None) -> None:
         em, k, plan = self.compiled(kernel)
         self._check_built(kernel, em, k, block)
         fault = self.faults.arm(kernel.name, em.abi)
         try:
             k.set_args(*plan.values(args, threads, status, _handle, fault))
-            blocks = -(-threads // block)
-            self.cl.enqueue_nd_range_kernel(self.queue, k, (blocks * block,), (block,))
+            if shape is None:
+                blocks = -(-threads // block)
+                glob: tuple[int, ...] = (blocks * block,)
+                local: tuple[int, ...] = (block,)
+            else:  # an ND-range: global size = grid * block along each axis (LCH-27)
+                glob = tuple(g * b for g, b in zip(shape.grid, shape.block, strict=True))
+                local = shape.block
+            self.cl.enqueue_nd_range_kernel(self.queue, k, glob, local)
         except BaseException:
             if fault is not None:
                 self.faults.forget()

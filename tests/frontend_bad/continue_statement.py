@@ -1,5 +1,6 @@
-"""Bad input for the front end (FE-12): continue statement."""
-# expect: `continue` is not supported in kernels
+"""Bad input for the front end (FE-12, FE-23): continue in a for ... else loop (the else
+branch runs when no break left the loop: not in the kernel subset)."""
+# expect: for ... else is not supported in kernels
 # ruff: noqa
 from __future__ import annotations
 
@@ -13,5 +14,9 @@ TABLE = [1.0, 2.0]
 
 @kernel
 def bad(x: Vec[f32]):
-    for i in range(4):
-        continue  # <- error
+    for i in range(4):  # <- error
+        if x[i] > 0.0:
+            continue
+        x[i] = 1.0
+    else:
+        x[0] = 2.0

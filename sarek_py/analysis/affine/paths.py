@@ -15,12 +15,15 @@ import attrs
 from sarek_py.analysis.affine.conditions import MAX_ALTERNATIVES, Dnf, Mode, ge0, to_dnf
 from sarek_py.analysis.affine.forms import AffineCtx, AffineForm, to_affine
 from sarek_py.analysis.affine.reasons import affine_cause
+from sarek_py.ir.jumps import jump_word
 from sarek_py.ir.nodes import (
     Assign,
     Barrier,
     Binary,
     BinaryOp,
+    Break,
     Cond,
+    Continue,
     Empty,
     Expr,
     For,
@@ -172,6 +175,11 @@ class _Walker:
                 return self.stmt(b, ctx, path, loop)
             case Return() | Stop() | Barrier() | Empty():
                 pass
+            case Break() | Continue():
+                # the path after it in the body is not narrowed: weaker, so sound (IR-32)
+                pass
+            case _:
+                raise TypeError(f"not a statement: {s!r}")
         return path
 
 
@@ -325,4 +333,6 @@ def _exact(
             return _exact(b, ctx, guard, array, emit)
         case Return() | Stop():
             return Dnf.false()
+        case Break() | Continue():  # only in a loop body, which is not walked here
+            raise _Inexact(NotExact("loop", f"a {jump_word(s)} outside a loop", s.loc))
     return guard

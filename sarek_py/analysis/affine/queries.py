@@ -18,7 +18,7 @@ API (all re-exported here)::
     constant_offsets(subscripts, indices) -> tuple[int, ...] | None           AFF-12
     is_injective(index, tid, guard=Dnf.true(), uniform_vars=frozenset()) -> bool   AFF-13
     covers_exactly_once(sites, tid, threads, count, assume=Dnf.true(),
-                        uniform_vars=frozenset()) -> Coverage                 AFF-14
+                        uniform_vars=frozenset(), domain=None) -> Coverage    AFF-14, AFF-18
     store_sites(body, array, ctx=None) -> list[StoreSite] | None             AFF-15
     kernel_store_coverage(kernel, array, threads, count, assume=None,
                           one_dim=True) -> Coverage                      AFF-14, AFF-15
@@ -198,13 +198,16 @@ def covers_exactly_once(
     count: AffineForm,
     assume: Dnf | None = None,
     uniform_vars: frozenset[Var] = frozenset(),
+    domain: tuple[Atom, Dnf] | None = None,
 ) -> Coverage:
     """Do threads ``0 <= tid < threads`` store every element of ``[0, count)`` exactly once
     (AFF-14)?
 
     Each site stores at its (one-dimensional) ``index`` when its exact ``guard`` holds, once
     per thread. ``assume`` holds what is known of the uniform atoms (e.g. ``count <=
-    threads``).
+    threads``). ``domain = (x, D)`` restricts the elements that must be stored exactly
+    once to those of ``[0, count)`` where the condition ``D`` over the atom ``x`` (and
+    uniform atoms) holds (AFF-18); elements outside it may be stored any number of times.
     """
     assume = assume if assume is not None else Dnf.true()
     tf = AffineForm.of_atom(tid)
@@ -214,7 +217,20 @@ def covers_exactly_once(
         if len(s.index) != 1:
             return Coverage(False, "a store with more than one subscript")
         forms.append(s.index[0])
-    if not _uniform_except(forms, [assume, *(s.guard for s in sites)], tid, uniform_vars):
+    guards = [assume, *(s.guard for s in sites)]
+    if domain is not None:
+        elem, dcond = domain
+        if any(a == tid for alt in dcond.alts for c in alt for a in c.form.atoms):
+            return Coverage(False, "the consumer's domain depends on the thread id")
+        # the element atom stands for any element: not a per-thread value
+        guards.append(dcond.substitute({elem: AffineForm.constant(0)}))
+
+    def within(f: AffineForm) -> Dnf:
+        if domain is None:
+            return Dnf.true()
+        return domain[1].substitute({domain[0]: f})
+
+    if not _uniform_except(forms, guards, tid, uniform_vars):
         return Coverage(False, "an index or guard depends on a per-thread value other than "
                         f"{atom_text(tid)}")
     # coverage: 0 <= x < count  =>  some site stores x. With L the lcm of the sites'
@@ -249,18 +265,19 @@ def covers_exactly_once(
             if images_or is None:
                 return Coverage(False, "too many alternatives in the stores' guards")
             images = images_or
-        target = Dnf.of(ge0(xf), ge0(count - xf - 1)).and_(assume)
+        target = _conj_all([Dnf.of(ge0(xf), ge0(count - xf - 1)), assume, within(xf)])
         if target is None or not implies(target, images):
             return Coverage(False, "not every element of [0, count) is proved to be stored")
     # at most once: per site (injective on [0, count)) and pairwise disjoint
     for i, s in enumerate(sites):
         f = s.index[0]
         lim = Dnf.of(ge0(f), ge0(count - f - 1))
-        g = _conj_all([s.guard, in_threads, lim, assume])
+        g = _conj_all([s.guard, in_threads, lim, assume, within(f)])
         if g is None or not is_injective([f], tid, g, uniform_vars):
             return Coverage(False, f"store {i} may write one element of [0, count) twice")
         for j in range(i + 1, len(sites)):
-            if not _disjoint(s, sites[j], tid, in_threads, count, assume):
+            if not _disjoint(s, sites[j], tid, in_threads, count, _conj_all(
+                    [assume, within(f)]) or Dnf.true()):
                 return Coverage(False, f"stores {i} and {j} may write the same element")
     return Coverage(True)
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from sarek_py.analysis.affine.conditions import Constraint, Dnf, ge0
+import attrs
+
+from sarek_py.analysis.affine.conditions import Constraint, Dnf, Mode, ge0, to_dnf
 from sarek_py.analysis.affine.fm import bounds_of
 from sarek_py.analysis.affine.forms import AffineCtx, AffineForm, Atom, to_affine
 from sarek_py.ir.nodes import (
@@ -23,18 +25,29 @@ from sarek_py.ir.nodes import (
     Cast,
     Const,
     Expr,
+    For,
     If,
     Let,
+    Pragma,
+    Ref,
+    Return,
+    Seq,
     Stmt,
+    Stop,
+    Store,
     Unary,
+    UnaryOp,
     Var,
+    While,
     iter_stmts,
 )
+from sarek_py.ir.printer import print_expr
 from sarek_py.ir.typeof import type_of
 from sarek_py.ir.types import Scalar
-from sarek_py.ir.visit import iter_nodes
+from sarek_py.ir.visit import ends_every_path, iter_nodes
 
-__all__ = ["TYPE_RANGE", "WRAP_BOUND", "bound_check", "tests_and_lets", "wrap_risk"]
+__all__ = ["TYPE_RANGE", "WRAP_BOUND", "Wrap", "bound_check", "find_wrap", "guarded_exprs",
+           "tests_and_lets", "wrap_risk"]
 
 #: the bound a host test may impose on run-time atoms (sizes, host scalars)
 WRAP_BOUND = 2**28
@@ -131,3 +144,150 @@ def bound_check(atoms: Iterable[Atom], bound: int = WRAP_BOUND) -> Expr | None:
         out = Binary(BinaryOp.AND, out, t)
     return out
 
+
+
+# ------------------------------------------------------------ path-sensitive (AFF-19)
+
+
+@attrs.frozen
+class Wrap:
+    """An integer subexpression not proved to stay within its type: the type, and the
+    bounds found for it from what is known (``None``: no bound found)."""
+
+    expr: Expr
+    type: Scalar
+    lo: int | None
+    hi: int | None
+
+    def text(self) -> str:
+        """The expression and the bound of its type that it is not proved to keep."""
+        tlo, thi = TYPE_RANGE[self.type]
+        e = f"`{print_expr(self.expr)}`"
+        if self.hi is None or self.hi > thi:
+            reach = "is not bounded above by what is known" if self.hi is None else \
+                f"may reach {self.hi}"
+            return f"{e} may exceed {thi}, the largest {self.type} ({e} {reach})"
+        reach = "is not bounded below by what is known" if self.lo is None else \
+            f"may reach {self.lo}"
+        return f"{e} may fall below {tlo}, the smallest {self.type} ({e} {reach})"
+
+
+def guarded_exprs(body: Stmt, ctx: AffineCtx,
+                  stores_of: Var | None = None) -> list[tuple[Expr, Dnf]]:
+    """The expressions a proof about ``body`` relies on — the subscripts of the stores of
+    ``stores_of``, every ``if`` test (the right side of ``&&``/``||`` separately, under
+    the left side), every immutable ``let`` value — each with a condition implied by
+    reaching it (its path, in the weaker mode of AFF-7: ``if`` tests, the negation of a
+    test whose branch returns, loop bounds). An expression is only evaluated there, so
+    only there must it not wrap (AFF-19)."""
+    out: list[tuple[Expr, Dnf]] = []
+    _guarded(body, ctx, Dnf.true(), stores_of, out)
+    return out
+
+
+def _and(a: Dnf, b: Dnf | None) -> Dnf:
+    if b is None:
+        return a
+    r = a.and_(b)
+    return a if r is None else r  # a weaker path: sound
+
+
+def _test(c: Expr, ctx: AffineCtx, path: Dnf, out: list[tuple[Expr, Dnf]]) -> None:
+    if isinstance(c, Binary) and c.op in (BinaryOp.AND, BinaryOp.OR):
+        _test(c.lhs, ctx, path, out)
+        left = c.lhs if c.op is BinaryOp.AND else Unary(UnaryOp.NOT, c.lhs)
+        _test(c.rhs, ctx, _and(path, to_dnf(left, ctx, Mode.WEAKER)), out)
+        return
+    out.append((c, path))
+
+
+def _guarded(s: Stmt, ctx: AffineCtx, path: Dnf, arr: Var | None,
+             out: list[tuple[Expr, Dnf]]) -> Dnf:
+    """Collect into ``out``; give the (weaker) path after ``s``."""
+    leave = (Return, Stop)
+    match s:
+        case Let(var=v, value=val, body=b):
+            if not v.mutable:
+                out.append((val, path))
+                ctx = ctx.with_def(v, val)
+            return _guarded(b, ctx, path, arr, out)
+        case Store(array=a, index=idx) if arr is not None and a == arr:
+            out.extend((ix, path) for ix in idx)
+        case Seq(stmts=ss):
+            for x in ss:
+                path = _guarded(x, ctx, path, arr, out)
+        case If(cond=c, then=t, else_=e):
+            _test(c, ctx, path, out)
+            pos = to_dnf(c, ctx, Mode.WEAKER)
+            neg = to_dnf(Unary(UnaryOp.NOT, c), ctx, Mode.WEAKER)
+            _guarded(t, ctx, _and(path, pos), arr, out)
+            if e is not None:
+                _guarded(e, ctx, _and(path, neg), arr, out)
+            lt = ends_every_path(t, leave)
+            le = e is not None and ends_every_path(e, leave)
+            if lt and not le:
+                return _and(path, neg)
+            if le and not lt:
+                return _and(path, pos)
+        case For(var=v, start=a, stop=z, body=b, down=down):
+            out.extend(((a, path), (z, path)))
+            inner = ctx.with_index(v)
+            fa, fz, fv = to_affine(a, ctx), to_affine(z, ctx), AffineForm.of_atom(_ref(v))
+            lo, hi = (fz, fa) if down else (fa, fz)
+            bp = path
+            if lo is not None:
+                bp = _and(bp, Dnf.of(ge0(fv - lo)))
+            if hi is not None:
+                bp = _and(bp, Dnf.of(ge0(hi - fv)))
+            _guarded(b, inner, bp, arr, out)
+        case While(cond=c, body=b):
+            _test(c, ctx, path, out)
+            _guarded(b, ctx, _and(path, to_dnf(c, ctx, Mode.WEAKER)), arr, out)
+        case Pragma(body=b):
+            return _guarded(b, ctx, path, arr, out)
+    return path
+
+
+def _ref(v: Var) -> Expr:
+    return Ref(v)
+
+
+def find_wrap(
+    items: Iterable[tuple[Expr, Dnf]],
+    ctx: AffineCtx,
+    known: Sequence[Constraint | bool] = (),
+) -> Wrap | None:
+    """The first integer subexpression (arithmetic or cast) of an item's expression that
+    is affine in ``ctx`` but not proved, from ``known``, the item's path condition and
+    the range of each atom's type, to stay within its type (AFF-19)."""
+    base = Dnf.of(*known)
+    for e, path in items:
+        facts0 = _and(base, path)
+        if facts0.is_false:
+            continue  # never evaluated: nothing to wrap
+        for sub in iter_nodes(e):
+            if not isinstance(sub, (Binary, Unary, Cast)):
+                continue
+            t = type_of(sub)
+            if t not in TYPE_RANGE:
+                continue
+            f = to_affine(sub, ctx)
+            if f is None:
+                continue
+            if f.is_constant and f.const.denominator == 1:
+                lo: int | None = int(f.const)
+                hi: int | None = lo
+            else:
+                atoms = set(f.atoms)
+                for alt in facts0.alts:
+                    for c in alt:
+                        atoms |= set(c.form.atoms)
+                ranges: list[Constraint | bool] = []
+                for a in sorted(atoms, key=repr):
+                    ranges += _range(a, None)
+                lo, hi = bounds_of(f, _and(facts0, Dnf.of(*ranges)))
+            assert isinstance(t, Scalar)
+            tlo, thi = TYPE_RANGE[t]
+            if lo is None or hi is None or lo < tlo or hi > thi:
+                return Wrap(sub, t, lo, hi)
+    return None

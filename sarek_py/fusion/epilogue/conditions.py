@@ -19,10 +19,22 @@ import numpy as np
 
 from sarek_py.fusion.epilogue.accesses import accesses_stmt
 from sarek_py.fusion.epilogue.buffers import is_array, overlap, overlaps_itself, same_buffer
-from sarek_py.fusion.epilogue.legality import index_slice
+from sarek_py.fusion.epilogue.legality import Acting, index_slice
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.host.launch import UNBOUND, Launch, LaunchArg
-from sarek_py.ir.nodes import Binary, BinaryOp, Cast, Empty, If, Kernel, Let, Ref, Stmt
+from sarek_py.ir.nodes import (
+    Binary,
+    BinaryOp,
+    Cast,
+    Empty,
+    If,
+    Kernel,
+    Let,
+    Ref,
+    Stmt,
+    Var,
+    iter_stmts,
+)
 from sarek_py.ir.requires import Count, FusionRequires, FusionStep
 from sarek_py.ir.requires_check import register_checker
 from sarek_py.ir.visit import map_node
@@ -57,6 +69,27 @@ def producer_part(kernel: Kernel, step: FusionStep) -> Kernel:
     body = map_node(kernel.body, stmt=strip)
     out: Kernel = Kernel(step.producer, kernel.params, kernel.locals, body, kernel.helpers)
     return out
+
+
+def _inserted(kernel: Kernel, step: FusionStep) -> tuple[Var, Stmt] | None:
+    """The consumer body ``step`` inserted in ``kernel`` (``if ep_t < ep_tc then (let
+    c_i = ep_t in body)``, EF-8) with its index ``c_i``, when every insertion is the same;
+    ``None`` otherwise (then every element of ``[0, ep_tc)`` must be stored: LEG-18)."""
+    prefix = step.count[: -len("ep_tc")] if step.count.endswith("ep_tc") else None
+    if prefix is None:
+        return None
+    tmp = prefix + "ep_t"
+    found: list[tuple[Var, Stmt]] = []
+    for n in iter_stmts(kernel.body):
+        if (isinstance(n, If) and n.else_ is None and isinstance(n.then, Let)
+                and isinstance(n.cond, Binary) and n.cond.op is BinaryOp.LT
+                and isinstance(n.cond.lhs, Ref) and n.cond.lhs.var.name == tmp):
+            rhs = n.cond.rhs.arg if isinstance(n.cond.rhs, Cast) else n.cond.rhs
+            if isinstance(rhs, Ref) and rhs.var.name == step.count:
+                found.append((n.then.var, n.then.body))
+    if not found or any(f != found[0] for f in found[1:]):
+        return None
+    return found[0]
 
 
 # ------------------------------------------------------------------------------ buffers
@@ -133,11 +166,14 @@ def _step_key(kernel: Kernel, step: FusionStep, args: Mapping[str, Any], threads
 
 
 def _check_step(kernel: Kernel, part: Kernel, step: FusionStep, args: Mapping[str, Any],
-                threads: int, block: int) -> None:
+                threads: int, block: int, body: tuple[Var, Stmt] | None = None) -> None:
     tc = _count_value(step.count, args)
     if tc is None:
         raise FusionRefused("LEG-14", f"launch of {kernel.name}: no integer argument for "
                             f"{step.count}, the thread count of {step.consumer}")
+    if not 0 <= tc <= 2**31 - 1:  # C's launch would be refused (LEG-19)
+        raise FusionRefused("LEG-14", f"launch of {kernel.name}: {step.count} = {tc} is not "
+                            f"a thread count of {step.consumer} (0 .. 2147483647)")
     if step.threads is not None:
         tp_want, tc_want = (_count_value(c, args) for c in step.threads)
         if tp_want != threads or tc_want != tc:
@@ -152,7 +188,9 @@ def _check_step(kernel: Kernel, part: Kernel, step: FusionStep, args: Mapping[st
         res = hit[1]
     else:
         try:
-            index_slice(Launch(part, threads, block, _bound(kernel, args)), step.array, tc)
+            launch = Launch(part, threads, block, _bound(kernel, args))
+            acting = None if body is None else Acting(body[0], body[1], launch)
+            index_slice(launch, step.array, tc, acting=acting)
             res = None
         except FusionRefused as r:
             res = FusionRefused(
@@ -200,8 +238,9 @@ def check_launch(kernel: Kernel, args: Mapping[str, Any], threads: int, block: i
     _check_buffers(kernel, req, args)
     part = kernel
     for step in req.steps:  # outermost first: strip its consumer, then look inside
+        body = _inserted(part, step)
         part = producer_part(part, step)
-        _check_step(kernel, part, step, args, int(threads), int(block))
+        _check_step(kernel, part, step, args, int(threads), int(block), body)
 
 
 register_checker(check_launch)
@@ -225,7 +264,8 @@ def describe(kernel: Kernel) -> list[str]:
             count = f"{s.threads[1]} ({s.consumer}'s thread count)"
         out.append(f"- launch it {launch} and block size, with {s.producer}'s arguments and "
                    f"{s.count} = {count}; each launch proves again that {s.producer} stores "
-                   f"every element of {s.array} in [0, {s.count}) exactly once")
+                   f"exactly once every element of {s.array} in [0, {s.count}) on which "
+                   f"{s.consumer}'s body (as inserted) reads, stores or calls (LEG-18)")
     arrays = [p.name for p in kernel.params if p.is_array]
     for g in req.same:
         out.append(f"- {', '.join(g)}: one buffer (same memory, shape, strides, dtype)")

@@ -34,28 +34,40 @@ from sarek_py.analysis.affine.queries import (
     AffineCtx,
     AffineForm,
     Constraint,
+    Dnf,
     covers_exactly_once,
     ge0,
+    is_uniform_atom,
     to_affine,
 )
 from sarek_py.analysis.affine.reasons import Cause, affine_cause, cause, quote
-from sarek_py.analysis.affine.wrap import tests_and_lets, wrap_risk
+from sarek_py.analysis.affine.wrap import (
+    Wrap,
+    find_wrap,
+    guarded_exprs,
+    tests_and_lets,
+    wrap_risk,
+)
 from sarek_py.fusion.epilogue.accesses import accesses_stmt, stopping_call
 from sarek_py.fusion.epilogue.buffers import arg_buffer, buffer_key, overlap, overlaps_itself
 from sarek_py.fusion.epilogue.consumer import Consumer, consumer_shape, window_conflict
+from sarek_py.fusion.epilogue.domain import acting_dnf, project, spans
 from sarek_py.fusion.epilogue.well_formed import well_formed
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.deep import deep
 from sarek_py.ir.host.launch import UNBOUND, Launch, LaunchArg, is_symbolic
 from sarek_py.ir.intrinsics import GLOBAL_IDS
+from sarek_py.ir.jumps import first_jump, jump_word
 from sarek_py.ir.nodes import (
     Assign,
     Barrier,
     Binary,
     BinaryOp,
+    Break,
     Call,
     Cast,
     Const,
+    Continue,
     Empty,
     Expr,
     For,
@@ -78,11 +90,12 @@ from sarek_py.ir.nodes import (
     While,
     iter_stmts,
 )
+from sarek_py.ir.nodes import var as fresh_var
 from sarek_py.ir.printer import print_expr
 from sarek_py.ir.requires import Count
 from sarek_py.ir.typeof import scalar_type_of, type_of
 from sarek_py.ir.types import Scalar
-from sarek_py.ir.visit import iter_nodes, substitute
+from sarek_py.ir.visit import iter_nodes, map_node, substitute
 
 #: the most loop iterations unrolled to follow the stores of one loop (LEG-5)
 MAX_UNROLL = 1024
@@ -373,6 +386,9 @@ class _Analysis:
                               "after the stop are not known)", s.loc)
             case Store() | Assign() | Barrier() | Empty():
                 return [], alive
+            case Break() | Continue():  # refused by _for before its body is walked
+                raise _Unsure("EF-19", f"a {jump_word(s)} around a store of "
+                              f"{self.array.name} is not followed", s.loc)
         raise _Unsure("LEG-2", f"cannot follow {type(s).__name__}")  # pragma: no cover
 
     def _touches(self, s: Stmt) -> bool:
@@ -404,7 +420,15 @@ class _Analysis:
 
     def _for(self, s: For, alive: GSet) -> tuple[list[tuple[GSet, Aff]], GSet]:
         if not self._touches(s.body):
-            return [], alive
+            return [], alive  # a break or continue in it only ends its own iterations
+        jump = first_jump(s.body)
+        if jump is not None:
+            stores = any(isinstance(n, Store) and n.array == self.array
+                         for n in iter_stmts(s.body))
+            what = f"stores {self.array.name}" if stores else "may return"
+            raise _Unsure("EF-19", f"the loop over {s.var.name}, which {what}, has a "
+                          f"{jump_word(jump)}: which threads store which elements is not "
+                          "followed through a break or continue", jump.loc or s.loc)
         lo, hi = self.aff(s.start), self.aff(s.stop)
         if lo is None or hi is None or lo.a != 0 or hi.a != 0:
             bad = s.start if lo is None or lo.a != 0 else s.stop
@@ -494,21 +518,26 @@ def _overlap(p: tuple[int, int, Aff], q: tuple[int, int, Aff]) -> bool:
 
 
 def exactly_once(items: Sequence[tuple[GSet, Aff]], tc: int, name: str,
-                 consumer: str | None = None, loc: Loc | None = None) -> None:
-    """Raise unless the pieces store every element of ``[0, tc)`` exactly once (LEG-3).
+                 consumer: str | None = None, loc: Loc | None = None,
+                 domain: GSet | None = None) -> None:
+    """Raise unless the pieces store every element of ``domain`` (default ``[0, tc)``)
+    exactly once (LEG-3, LEG-18).
 
     ``tc`` is the consumer's thread count: the fused kernel runs the consumer's body for
     an element right after the producer stores it, so each of the consumer's threads
-    needs its element stored once (``consumer`` names the consumer in the messages)."""
+    that acts (``domain``, a subset of ``[0, tc)``: LEG-18) needs its element stored once
+    (``consumer`` names the consumer in the messages)."""
     who = f"{consumer}'s" if consumer else "the consumer's"
+    dom = GSet.range(0, tc - 1) if domain is None else domain & GSet.range(0, tc - 1)
     pieces: list[tuple[int, int, Aff]] = []
     for gs, f in items:
-        inside = _ge0(f, gs) & _ge0(Aff(-f.a, tc - 1 - f.b), gs)
-        for lo, hi in inside.spans:
-            if f.a == 0 and hi > lo:
-                raise _Unsure("LEG-3", f"element {f.b} of {name} is stored by {hi - lo + 1} "
-                              f"threads (threads {lo}..{hi})", loc)
-            pieces.append((lo, hi, f))
+        for dlo, dhi in dom.spans:
+            inside = _ge0(Aff(f.a, f.b - dlo), gs) & _ge0(Aff(-f.a, dhi - f.b), gs)
+            for lo, hi in inside.spans:
+                if f.a == 0 and hi > lo:
+                    raise _Unsure("LEG-3", f"element {f.b} of {name} is stored by "
+                                  f"{hi - lo + 1} threads (threads {lo}..{hi})", loc)
+                pieces.append((lo, hi, f))
     if len(pieces) > MAX_PIECES:
         raise _Unsure("LEG-3", f"the stores of {name} split into {len(pieces)} pieces, more "
                       f"than {MAX_PIECES} to compare", loc)
@@ -518,15 +547,24 @@ def exactly_once(items: Sequence[tuple[GSet, Aff]], tc: int, name: str,
                 raise _Unsure("LEG-3", f"some element of {name} in [0, {tc}) is stored "
                               "more than once (by two threads, or twice by one)", loc)
     total = sum(hi - lo + 1 for lo, hi, _ in pieces)
-    if total != tc:
-        missing = _missing(pieces, tc)
-        raise _Unsure("LEG-3", f"the producer stores {total} of the {tc} elements "
-                      f"[0, {tc}) of {name} over which {who} {tc} threads are launched"
-                      f"{missing}; fused, the consumer's body runs only right after a "
-                      "store", loc)
+    if total != len(dom):
+        missing = _missing(pieces, dom)
+        if domain is None or dom == GSet.range(0, tc - 1):
+            what = (f"the {tc} elements [0, {tc}) of {name} over which {who} {tc} threads "
+                    "are launched")
+        else:
+            what = (f"the {len(dom)} elements of {name} that {who} body acts on "
+                    f"({_show(dom)}, LEG-18; its {tc} threads are launched over [0, {tc}))")
+        raise _Unsure("LEG-3", f"the producer stores {total} of {what}{missing}; fused, "
+                      "the consumer's body runs only right after a store", loc)
 
 
-def _missing(pieces: Sequence[tuple[int, int, Aff]], tc: int) -> str:
+def _show(g: GSet) -> str:
+    shown = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in g.spans[:3])
+    return shown + (", …" if len(g.spans) > 3 else "")
+
+
+def _missing(pieces: Sequence[tuple[int, int, Aff]], dom: GSet) -> str:
     """`` (elements a..b, … not stored)`` when the pieces are ranges, else ``""``."""
     covered = GSet()
     for lo, hi, f in pieces:
@@ -534,7 +572,7 @@ def _missing(pieces: Sequence[tuple[int, int, Aff]], tc: int) -> str:
             return ""
         x, y = f.at(lo), f.at(hi)
         covered = covered | GSet.range(min(x, y), max(x, y))
-    gaps = (GSet.range(0, tc - 1) - covered).spans
+    gaps = (dom - covered).spans
     if not gaps:
         return ""
     shown = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in gaps[:3])
@@ -596,11 +634,89 @@ def _symbolic(producer: Launch, tc: int | Expr) -> bool:
                for p in producer.kernel.params if not p.is_array)
 
 
+@attrs.frozen
+class Acting:
+    """The consumer's body for one element ``index`` and the launch whose arguments bind
+    its scalar and array parameters: what decides which elements it acts on (LEG-18)."""
+
+    index: Var
+    body: Stmt
+    launch: Launch
+
+    @staticmethod
+    def of(c: Consumer, launch: Launch) -> Acting:
+        return Acting(c.index, c.body, launch)
+
+
+def _scalar_binding(launch: Launch, symbolic: bool) -> dict[Var, Expr]:
+    out: dict[Var, Expr] = {}
+    named = launch.by_name
+    for p in launch.kernel.params:
+        if not p.is_array and isinstance(p.type, Scalar) and p.name in named:
+            e = _as_expr(named[p.name], p.type)
+            if e is not None and (symbolic or isinstance(e, Const)):
+                out[p] = e
+    return out
+
+
+def _known_lengths(body: Stmt, launch: Launch) -> Stmt:
+    """``body`` with ``length(a, d)`` of every array bound to a numpy array a constant."""
+    def at(e: Expr) -> Expr | None:
+        if isinstance(e, Length):
+            arr = launch.by_name.get(e.array.name)
+            if isinstance(arr, np.ndarray) and e.dim < arr.ndim:
+                return Const(int(arr.shape[e.dim]), Scalar.I32, loc=e.loc)
+        return None
+    out: Stmt = map_node(body, expr=at)
+    return out
+
+
+def acting_set(acting: Acting, tc: int) -> GSet:
+    """The elements of ``[0, tc)`` the consumer's body may act on, with the launch's
+    numbers (a superset: LEG-18)."""
+    body = _known_lengths(substitute(acting.body, _scalar_binding(acting.launch, False)),
+                          acting.launch)
+    idx = AffineForm.of_atom(Ref(acting.index))
+    if _tests_may_wrap(body, AffineCtx(), [ge0(idx), ge0(AffineForm.constant(tc - 1) - idx)]):
+        return GSet.range(0, tc - 1)
+    d = acting_dnf(body, AffineCtx())
+    out = GSet()
+    for lo, hi in spans(d, Ref(acting.index), 0, tc - 1):
+        out = out | GSet.range(lo, hi)
+    return out
+
+
+def _tests_may_wrap(body: Stmt, ctx: AffineCtx, known: Sequence[Constraint | bool]) -> bool:
+    """Whether a test or ``let`` value of the consumer's ``body`` may wrap: its acting
+    condition, computed in exact integers, would then not be the device's (AFF-19)."""
+    _, lets = tests_and_lets(body)
+    full = attrs.evolve(ctx, defs={**ctx.defs, **lets})
+    return find_wrap(guarded_exprs(body, ctx), full, known) is not None
+
+
+def acting_condition(acting: Acting, symbols: frozenset[Var], ctx: AffineCtx,
+                     count: AffineForm, known: Sequence[Constraint | bool] = ()
+                     ) -> tuple[Ref, Dnf]:
+    """A condition over a fresh element atom that every element the consumer's body acts
+    on satisfies, in the host symbols (LEG-18, symbolic path); ``true`` when a test of
+    the body may wrap for an index in ``[0, count)`` (with ``known``)."""
+    body = substitute(acting.body, _scalar_binding(acting.launch, True))
+    idx = Ref(acting.index)
+    elem = Ref(fresh_var("$elem", Scalar.I64))
+    fi = AffineForm.of_atom(idx)
+    if _tests_may_wrap(body, ctx, [ge0(fi), ge0(count - 1 - fi), *known]):
+        return elem, Dnf.true()
+    d = acting_dnf(body, ctx)
+    d = project(d, lambda a: a == idx or is_uniform_atom(a, symbols))
+    return elem, d.substitute({idx: AffineForm.of_atom(elem)})
+
+
 def index_slice(producer: Launch, p_array: str, tc: int | Expr,
-                consumer: str | None = None) -> None:
+                consumer: str | None = None, acting: Acting | None = None) -> str | None:
     """Prove that P's launch stores each element of ``[0, tc)`` of ``p_array`` exactly
     once (the seed's ``Index_slice``), or raise :class:`FusionRefused` (LEG-2..LEG-6,
-    LEG-12 when counts or arguments are symbolic)."""
+    LEG-12 when counts or arguments are symbolic). With ``acting``, only the elements
+    the consumer's body acts on must be stored exactly once (LEG-18)."""
     k = producer.kernel
     arr = k.param(p_array)
     for a in accesses_stmt(k.body, k.helpers):
@@ -611,9 +727,8 @@ def index_slice(producer: Launch, p_array: str, tc: int | Expr,
     if stops is not None:
         raise FusionRefused("LEG-5", f"{k.name}: the producer may stop (in helper function "
                             f"{stops})", _call_of(k.body, stops))
-    if _symbolic(producer, tc):
-        _index_slice_symbolic(producer, arr, tc)
-        return
+    if _symbolic(producer, tc) or (acting is not None and _symbolic(acting.launch, tc)):
+        return _index_slice_symbolic(producer, arr, tc, acting)
     assert isinstance(producer.threads, int) and isinstance(tc, int)
     if tc > I32_MAX:
         raise FusionRefused("LEG-6", _EP_TC.format(k=k.name, tc=tc), k.loc)
@@ -629,9 +744,11 @@ def index_slice(producer: Launch, p_array: str, tc: int | Expr,
                 an.env[p.id] = Aff(0, int(v))
     try:
         items, _ = an.walk(k.body, an.universe)
-        exactly_once(items, tc, p_array, consumer, an.first_store or k.loc)
+        dom = None if acting is None else acting_set(acting, tc)
+        exactly_once(items, tc, p_array, consumer, an.first_store or k.loc, dom)
     except _Unsure as u:
         raise FusionRefused(u.rule, f"{k.name}: {u.message}", u.loc or k.loc) from None
+    return None
 
 
 def _call_loc(k: Kernel, arr: Var) -> Loc | None:
@@ -666,7 +783,8 @@ def _host_vars(e: Expr) -> frozenset[Var]:
     return frozenset(x.var for x in iter_nodes(e) if isinstance(x, Ref))
 
 
-def _index_slice_symbolic(producer: Launch, arr: Var, tc: int | Expr) -> None:
+def _index_slice_symbolic(producer: Launch, arr: Var, tc: int | Expr,
+                          acting: Acting | None = None) -> str | None:
     """LEG-12: counts and scalar arguments as host symbols, by the affine analysis
     (:mod:`sarek_py.analysis.affine.queries`): store sites with exact guards, then coverage of
     ``[0, tc)`` exactly once by Fourier-Motzkin."""
@@ -684,7 +802,9 @@ def _index_slice_symbolic(producer: Launch, arr: Var, tc: int | Expr) -> None:
                 binding[p] = e
     body = substitute(k.body, binding)
     counts = [_as_expr(producer.threads, Scalar.I32), _as_expr(tc, Scalar.I32)]
-    symbols = frozenset().union(*(_host_vars(e) for e in [*binding.values(), *counts]
+    c_binding = {} if acting is None else _scalar_binding(acting.launch, True)
+    symbols = frozenset().union(*(_host_vars(e) for e in [*binding.values(), *counts,
+                                                          *c_binding.values()]
                                   if e is not None))
     ctx = AffineCtx(invariant=frozenset(v for v in symbols if v.mutable))
     sites = store_sites_why(body, arr, ctx)
@@ -699,20 +819,27 @@ def _index_slice_symbolic(producer: Launch, arr: Var, tc: int | Expr) -> None:
                             f"{'' if bad is None else quote(bad) + ' '}is not affine in the "
                             f"host symbols{why}", k.loc)
     # the host evaluates the counts in their own type, wrapping; the proof below takes
-    # them to be exact integers, so they must not wrap (LEG-6)
-    count_wrap = wrap_risk([e for e in counts if e is not None and not isinstance(e, Const)],
-                           ctx)
-    if count_wrap is not None:
-        raise FusionRefused("LEG-6", f"{k.name}: the thread count {print_expr(count_wrap)} may "
-                            "wrap around for some value of the host symbols (compute it in "
-                            "i64, e.g. i64(n) + 3L)", count_wrap.loc)
-    wraps = _may_wrap(body, arr, ctx, forms[0])
+    # them to be exact integers: it holds for the host values where they do not wrap
+    # (LEG-19), and every launch of the fused kernel proves again with its own numbers
+    # (LEG-14), so a launch whose counts wrapped is proved then or refused
+    no_wrap, assumed = _count_facts([e for e in counts if e is not None], ctx)
+    # a launch runs on 0 .. 2^31-1 threads, ep_tc is an i32 (LEG-6, LEG-19)
+    launch_facts: list[Constraint | bool] = [ge0(forms[0]), ge0(I32_MAX - forms[0]),
+                                             ge0(forms[1]), ge0(I32_MAX - forms[1])]
+    wraps = _may_wrap(body, arr, ctx, forms[0], [*no_wrap, *launch_facts])
     if wraps is not None:
-        raise FusionRefused("LEG-6", f"{k.name}: {print_expr(wraps)} may wrap around for "
-                            "some thread or value of the host symbols (the analysis of "
-                            "symbolic counts takes integers to be exact)", wraps.loc)
+        threads_text = print_expr(counts[0]) if counts[0] is not None else "?"
+        raise FusionRefused("LEG-6", f"{k.name}: {wraps.text()} for some value of the host "
+                            "symbols and some thread where it is evaluated, from what is "
+                            "known there (the guards around it, the thread id below the "
+                            f"thread count {threads_text}, both counts within i32, LEG-19); "
+                            "the analysis of symbolic counts takes integers to be exact, "
+                            "the device wraps", wraps.expr.loc)
+    assume = Dnf.of(*no_wrap, *launch_facts)
+    domain = None if acting is None else acting_condition(
+        acting, symbols, ctx, forms[1], [*no_wrap, *launch_facts])
     cov = covers_exactly_once(sites, Intrinsic("global_thread_id"), forms[0], forms[1],
-                              uniform_vars=symbols)
+                              assume=assume, uniform_vars=symbols, domain=domain)
     if not cov:
         raise FusionRefused("LEG-12", f"{k.name}: for symbolic counts, {cov.reason} "
                             f"(of {arr.name}; count: the consumer's thread count "
@@ -720,6 +847,36 @@ def _index_slice_symbolic(producer: Launch, arr: Var, tc: int | Expr) -> None:
                             f"threads: the producer's "
                             f"{print_expr(counts[0]) if counts[0] is not None else '?'})",
                             sites[0].loc if sites else k.loc)
+    if not assumed:
+        return None
+    shown = list(dict.fromkeys(f"`{print_expr(e)}` within {t}" for e, t in assumed))
+    return ("proved for the values of the host symbols where the thread counts do not wrap: "
+            + ", ".join(shown) + "; a launch where they wrap is proved again with its "
+            "numbers, LEG-14, LEG-19")
+
+
+def _count_facts(counts: Sequence[Expr], ctx: AffineCtx
+                 ) -> tuple[list[Constraint | bool], list[tuple[Expr, Scalar]]]:
+    """Each affine integer subexpression of the host's thread counts within its type (the
+    counts do not wrap, LEG-19), and those not proved so from their atoms' types."""
+    facts: list[Constraint | bool] = []
+    assumed: list[tuple[Expr, Scalar]] = []
+    for e in counts:
+        if isinstance(e, Const):
+            continue
+        for sub in iter_nodes(e):
+            if not isinstance(sub, (Binary, Unary, Cast)) or type_of(sub) not in _RANGE:
+                continue
+            t = type_of(sub)
+            assert isinstance(t, Scalar)
+            f = to_affine(sub, ctx)
+            if f is None:
+                continue
+            lo, hi = _RANGE[t]
+            facts += [ge0(f - lo), ge0(hi - f)]
+            if wrap_risk([sub], ctx) is not None:
+                assumed.append((sub, t))
+    return facts, assumed
 
 
 I32_MAX = 2**31 - 1
@@ -730,21 +887,22 @@ _EP_TC = ("{k}: the consumer's thread count {tc} does not fit i32, the type of t
           "kernel's parameter ep_tc that receives it (at most 2147483647)")
 
 
-def _may_wrap(body: Stmt, arr: Var, ctx: AffineCtx, threads: AffineForm) -> Expr | None:
+def _may_wrap(body: Stmt, arr: Var, ctx: AffineCtx, threads: AffineForm,
+              facts: Sequence[Constraint | bool] = ()) -> Wrap | None:
     """An integer subexpression of a store index of ``arr``, a condition or a ``let``
-    value of ``body`` that is affine but not proved to stay within its type for every
-    thread ``0 <= g < threads`` and every value of the other atoms (LEG-6 on the symbolic
-    path, by AFF-17: the interpreter and the devices wrap, the affine analysis does not)."""
-    exprs = [ix for s in iter_stmts(body) if isinstance(s, Store) and s.array == arr
-             for ix in s.index]
-    tests, lets = tests_and_lets(body)
-    exprs += tests
-    defs = {**ctx.defs, **lets}
-    known: list[Constraint | bool] = [ge0(threads - 1)]
+    value of ``body`` that is affine but not proved to stay within its type where it is
+    evaluated — under the guards around it (its path), for every thread ``0 <= g <
+    threads``, with ``facts`` (counts that do not wrap and fit i32: LEG-19) and every
+    other atom within its type (LEG-6 on the symbolic path, by AFF-17 and AFF-19: the
+    interpreter and the devices wrap, the affine analysis does not)."""
+    _, lets = tests_and_lets(body)
+    full = attrs.evolve(ctx, defs={**ctx.defs, **lets})
+    items = guarded_exprs(body, ctx, arr)
+    known: list[Constraint | bool] = [ge0(threads - 1), *facts]
     for name in sorted(GLOBAL_IDS):
         g = AffineForm.of_atom(Intrinsic(name))
         known += [ge0(g), ge0(threads - g - 1)]
-    return wrap_risk(exprs, attrs.evolve(ctx, defs=defs), known)
+    return find_wrap(items, full, known)
 
 
 def launch_window(producer: Launch, consumer: Launch, c: Consumer,
@@ -776,6 +934,8 @@ class Plan:
 
     p_array: str
     shared: Mapping[str, str]
+    #: what the proof assumed that each launch checks again (LEG-19), in words
+    note: str | None = None
 
 
 def derive_shared(producer: Launch, consumer: Launch) -> dict[str, str]:
@@ -830,8 +990,9 @@ def check_launches(producer: Launch, consumer: Launch, *,
     if p_array is None:
         p_array = derive_p_array(producer, c, shared)
     launch_window(producer, consumer, c, p_array)
-    index_slice(producer, p_array, consumer.threads, consumer.kernel.name)
-    return Plan(p_array, shared)
+    note = index_slice(producer, p_array, consumer.threads, consumer.kernel.name,
+                       Acting.of(c, consumer))
+    return Plan(p_array, shared, note)
 
 
 def declared_counts(producer: Kernel, p_array: str,

@@ -49,6 +49,8 @@ class Decision:
     loc: Loc | None = attrs.field(default=None, eq=False, kw_only=True)
     #: the API options the reason names (``FusionRefused.options``, EF-16)
     options: Options = attrs.field(factory=dict, eq=False, kw_only=True)
+    #: for a fusion, what its proof assumed that every launch checks again (LEG-19)
+    note: str | None = attrs.field(default=None, eq=False, kw_only=True)
 
     def with_flags(self, flags: Mapping[str, str]) -> Decision:
         """The decision with the options its reason names spelled as ``flags`` (EF-16)."""
@@ -60,7 +62,8 @@ class Decision:
 
     def __str__(self) -> str:
         if self.fused:
-            return f"{self.producer} -> {self.consumer}: fused into {self.kernel}"
+            note = f" ({self.note})" if self.note else ""
+            return f"{self.producer} -> {self.consumer}: fused into {self.kernel}{note}"
         at = f" (at {self.loc})" if self.loc is not None else ""
         return f"{self.producer} -> {self.consumer}: not fused: [{self.rule}] {self.reason}{at}"
 
@@ -84,10 +87,22 @@ def fused_launch(p: Launch, c: Launch, fused: Kernel, shared: Mapping[str, str])
 @deep
 def fuse_pair(p: Launch, c: Launch, name: str | None = None) -> Launch:
     """Fuse two launches, or raise :class:`FusionRefused` (LEG-1..LEG-7)."""
+    return _fuse_pair_noted(p, c, name)[0]
+
+
+def _fuse_pair_noted(p: Launch, c: Launch, name: str | None = None
+                     ) -> tuple[Launch, str | None]:
+    """:func:`fuse_pair` and what its proof assumed that every launch checks (LEG-19)."""
+    for lc in (p, c):  # the proofs and the launch conditions are 1-D (LEG-14, LCH-28)
+        if lc.shaped:
+            raise FusionRefused(
+                "LEG-14", f"the launch of {lc.kernel.name} has a grid and block shape "
+                f"({lc.dims} dimensions): the fusion proofs and a fused kernel's launch "
+                "conditions cover launches by thread count and block size only", lc.loc)
     plan = check_launches(p, c)
     k = fuse(p.kernel, c.kernel, shared=plan.shared, p_array=plan.p_array, name=name)
     out = fused_launch(p, c, k, plan.shared)
-    return attrs.evolve(out, kernel=with_buffer_groups(out))
+    return attrs.evolve(out, kernel=with_buffer_groups(out)), plan.note
 
 
 def with_buffer_groups(launch: Launch) -> Kernel:
@@ -141,7 +156,7 @@ def fuse_launches(
             names = {}
             continue
         try:
-            fused = fuse_pair(cur, nxt)
+            fused, note = _fuse_pair_noted(cur, nxt)
         except FusionRefused as r:
             r = in_user_names(r, names, frozenset(var_names(nxt.kernel)))
             report.append(Decision(pn, cn, False, r.rule, r.reason, loc=r.loc,
@@ -152,7 +167,7 @@ def fuse_launches(
         else:
             names = fused_names(cur.kernel, nxt.kernel, names)
             cur = fused
-            report.append(Decision(pn, cn, True, kernel=cur.kernel.name))
+            report.append(Decision(pn, cn, True, kernel=cur.kernel.name, note=note))
     out.append(cur)
     return out, report
 

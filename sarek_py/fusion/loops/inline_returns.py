@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from sarek_py.ir.nodes import (
     Assign,
+    Break,
+    Continue,
     For,
     If,
     Let,
@@ -85,7 +87,10 @@ def _tail_one(s: Stmt) -> Stmt | None:
             nb = _tail_one(b)
             return None if nb is None else Pragma(o, nb, loc=s.loc)
         case For() | While():
+            # its own break/continue stay inside it, wherever it is inlined (IR-32)
             return None if _has_return(s) else s
+        case Break() | Continue():
+            return None  # outside a loop of the helper: not a checked body (IR-32)
     return s
 
 

@@ -43,7 +43,20 @@ import numpy as np
 from sarek_py.ir.diagnostics import LaunchError, SarekError
 from sarek_py.ir.effects import kernel_may_stop as can_stop
 from sarek_py.ir.host.evaluate import host_eval
-from sarek_py.ir.nodes import EXPR_TYPES, Expr, Kernel, Loc, Ref, Stop, Var
+from sarek_py.ir.launch_axes import first_axis_use
+from sarek_py.ir.nodes import (
+    EXPR_TYPES,
+    Binary,
+    BinaryOp,
+    Cast,
+    Const,
+    Expr,
+    Kernel,
+    Loc,
+    Ref,
+    Stop,
+    Var,
+)
 from sarek_py.ir.typeof import type_of
 from sarek_py.ir.types import ArrayType, Scalar
 
@@ -104,6 +117,45 @@ def _block(v: object) -> int | Expr:
     return count(v, "block", 1)
 
 
+def _extents(v: object) -> tuple[int | Expr, ...]:
+    """A grid or block shape of an n-D launch (LCH-28): 1 to 3 extents, each an integer in
+    1..2**31-1 or a host expression; ``()`` is a launch by thread count and block size."""
+    if isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_):
+        v = (v,)
+    if not isinstance(v, tuple | list):
+        raise TypeError(f"Launch grid and block shapes must be tuples of 1 to 3 extents, "
+                        f"not {type(v).__name__} {v!r}")
+    if len(v) > 3:
+        raise ValueError(f"Launch grid and block shapes have 1 to 3 extents, not {len(v)}")
+    return tuple(count(x, "block", 1, "Launch grid/block extent") for x in v)
+
+
+def _product(extents: tuple[int | Expr, ...], t: Scalar) -> int | Expr:
+    """The product of ``extents`` as an ``int``, or a host expression of type ``t``
+    (``i64(e0) * i64(e1) …`` for ``i64``)."""
+    if all(isinstance(e, int) for e in extents):
+        n = 1
+        for e in extents:
+            assert isinstance(e, int)
+            n *= e
+        return n
+    out: Expr | None = None
+    for e in extents:
+        x: Expr = Const(e, t) if isinstance(e, int) else e
+        if not isinstance(e, int) and t is Scalar.I64 and type_of(e) is not Scalar.I64:
+            x = Cast(Scalar.I64, e)
+        out = x if out is None else Binary(BinaryOp.MUL, out, x)
+    assert out is not None
+    return out
+
+
+def shape_counts(grid: tuple[int | Expr, ...], block: tuple[int | Expr, ...]
+                 ) -> tuple[int | Expr, int | Expr]:
+    """The thread count (``i64``) and block size (``i32``) of an n-D launch of ``grid``
+    blocks of ``block`` threads: the products of the extents (LCH-28)."""
+    return _product(grid + block, Scalar.I64), _product(block, Scalar.I32)
+
+
 def _arg_key(v: object) -> Hashable:
     """What an argument is compared and hashed by: an array (or any unhashable object,
     a device buffer) by identity, a name, an expression or a value by type and value."""
@@ -148,7 +200,35 @@ class Launch:
     stop_replay: tuple[Stop, ...] = ()
     overwritten: tuple[Var, ...] = ()
     overwritten_if: tuple[Expr, ...] = ()
+    #: the grid (in blocks) and block (in threads) of a launch of 1 to 3 dimensions, or
+    #: ``()`` for a launch by ``thread_count`` and ``block_size`` (LCH-28); the counts of
+    #: an n-D launch are the products of the extents (:func:`shape_counts`)
+    grid: tuple[int | Expr, ...] = attrs.field(default=(), converter=_extents)
+    block_shape: tuple[int | Expr, ...] = attrs.field(default=(), converter=_extents)
     loc: Loc | None = _loc()
+
+    @property
+    def shaped(self) -> bool:
+        """Whether the launch is given by a grid and block shape (LCH-28)."""
+        return bool(self.grid or self.block_shape)
+
+    @property
+    def dims(self) -> int:
+        """The launch's dimensions: the longer of its grid and block shapes, 1 for a launch
+        by thread count and block size (LCH-26)."""
+        return max(len(self.grid), len(self.block_shape), 1)
+
+    def shape(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """The grid and block shape as numbers (``None`` for a 1-D launch by counts); a
+        symbolic extent is a ``LaunchError``."""
+        if not self.shaped:
+            return None
+        ext = (*self.grid, *self.block_shape)
+        if not all(isinstance(e, int) for e in ext):
+            raise LaunchError(f"launch of {self.kernel.name}: its grid and block shape must "
+                              "be known to run it", self.loc)
+        return (tuple(e for e in self.grid if isinstance(e, int)),
+                tuple(e for e in self.block_shape if isinstance(e, int)))
 
     @property
     def threads(self) -> int | Expr:
@@ -204,6 +284,16 @@ class Launch:
         assert is_symbolic(t) and is_symbolic(b)
         return t, b, tuple(a for a in args if is_symbolic(a))
 
+    def host_shape(self) -> tuple[tuple[Expr, ...], tuple[Expr, ...]]:
+        """The grid and block extents as host expressions (LCH-28); a bound one is a
+        ``LaunchError``."""
+        for e in (*self.grid, *self.block_shape):
+            if not is_symbolic(e):
+                raise LaunchError(f"launch of {self.kernel.name}: the grid/block extent "
+                                  f"{e!r} is a bound value, not a host expression", self.loc)
+        return (tuple(e for e in self.grid if is_symbolic(e)),
+                tuple(e for e in self.block_shape if is_symbolic(e)))
+
     def known_in(self, env: Mapping[str, object]) -> Launch:
         """This launch with what ``env`` (host scalars by name) knows evaluated: the
         thread count, block size and scalar arguments whose host variables all have
@@ -224,9 +314,24 @@ class Launch:
                      for p, a in zip(self.kernel.params, self.args, strict=False))
         args += self.args[len(args):]
         threads, block = value(self.thread_count), value(self.block_size)
+        grid = tuple(value(e) for e in self.grid)
+        bshape = tuple(value(e) for e in self.block_shape)
+        if any(is_symbolic(e) for e in grid + bshape):
+            # an n-D launch is known whole or not at all: its counts stay the products of
+            # its extents (LCH-28)
+            threads, block = self.thread_count, self.block_size
+            grid, bshape = self.grid, self.block_shape
         if (threads is self.thread_count and block is self.block_size
-                and all(a is b for a, b in zip(args, self.args, strict=True))):
+                and all(a is b for a, b in zip(args, self.args, strict=True))
+                and all(a is b for a, b in zip(grid + bshape,
+                                               self.grid + self.block_shape, strict=True))):
             return self
+        for v in grid + bshape:
+            if not is_symbolic(v) and (isinstance(v, bool | np.bool_)
+                                       or not isinstance(v, int)
+                                       or not 1 <= v <= MAX_BLOCK):
+                raise LaunchError(f"launch of {self.kernel.name}: the grid/block extent "
+                                  f"{v!r} is not an integer in 1..{MAX_BLOCK}", self.loc)
         for what, v, low, high in (("thread count", threads, 0, MAX_THREADS),
                                    ("block size", block, 1, MAX_BLOCK)):
             if is_symbolic(v):
@@ -237,7 +342,8 @@ class Launch:
             if not low <= v <= high:
                 raise LaunchError(f"launch of {self.kernel.name}: the {what} {v} is not in "
                                   f"{low}..{high}", self.loc)
-        return attrs.evolve(self, thread_count=threads, block_size=block, args=args)
+        return attrs.evolve(self, thread_count=threads, block_size=block, args=args,
+                            grid=grid, block_shape=bshape)
 
 
 def KernelLaunch(kernel: object, threads: object, block: object = 256,  # noqa: N802
@@ -256,13 +362,31 @@ def KernelLaunch(kernel: object, threads: object, block: object = 256,  # noqa: 
     are not known but do not change between the launches looked at together (LEG-12).
     A parameter ``args`` does not name is :data:`UNBOUND` (LEG-1, LEG-2). Counts that
     are not integers are a ``TypeError``, counts out of range or a name that is no
-    parameter a ``ValueError`` (LCH-23)."""
+    parameter a ``ValueError`` (LCH-23).
+
+    CUDA's spelling of a launch of 1 to 3 dimensions (LCH-28): when ``threads`` or
+    ``block`` is a tuple, ``threads`` is the grid (in blocks, an int is one extent) and
+    ``block`` the block shape; the counts are their products."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"KernelLaunch kernel must be an IR Kernel, not {type(kernel).__name__}")
+    if isinstance(threads, tuple | list) or isinstance(block, tuple | list):
+        grid, bshape = _extents(threads), _extents(block)
+        if not grid or not bshape:
+            raise ValueError("KernelLaunch grid and block shapes have 1 to 3 extents, not 0")
+        if any(is_symbolic(e) for e in bshape):
+            raise TypeError("KernelLaunch block extents must be integers")
+        t, b = shape_counts(grid, bshape)
+        return Launch(kernel, t, b, _named_args(kernel, args), grid=grid, block_shape=bshape)
     t = count(threads, "threads", 0, "KernelLaunch")
     b = count(block, "block", 1, "KernelLaunch")
     if is_symbolic(b):
         raise TypeError(f"KernelLaunch block must be an integer, not {type(b).__name__} {b!r}")
+    return Launch(kernel, t, b, _named_args(kernel, args))
+
+
+def _named_args(kernel: Kernel, args: object) -> tuple[LaunchArg, ...]:
+    """``args`` by parameter name as the launch's tuple (:data:`UNBOUND` for the
+    parameters it does not name)."""
     named = {} if args is None else args
     if not isinstance(named, Mapping):
         raise TypeError("KernelLaunch args must map parameter names to arguments, not "
@@ -272,7 +396,7 @@ def KernelLaunch(kernel: object, threads: object, block: object = 256,  # noqa: 
     if extra:
         raise ValueError(f"KernelLaunch of {kernel.name}: {extra[0]!r} is not a parameter of "
                          f"{kernel.name} (its parameters: {', '.join(params) or 'none'})")
-    return Launch(kernel, t, b, tuple(named.get(n, UNBOUND) for n in params))
+    return tuple(named.get(n, UNBOUND) for n in params)
 
 
 @attrs.frozen
@@ -283,6 +407,31 @@ class Sync:
 
 
 HostStmt = Launch | Sync
+
+
+def _check_shape(node: Launch, fail: Any) -> None:
+    """An n-D launch's grid and block are 1 to 3 ``i32`` host expressions each and its
+    counts their products (LCH-28); the kernel reads no axis the launch lacks (LCH-26)."""
+    if node.shaped:
+        if not node.grid or not node.block_shape:
+            raise fail("an n-D launch needs both a grid and a block shape")
+        for e in (*node.grid, *node.block_shape):
+            if not is_symbolic(e):
+                raise fail(f"the grid/block extent {e!r} is a bound value, not a host "
+                           "expression")
+            if type_of(e) is not Scalar.I32:
+                raise fail(f"a grid/block extent must be an i32, not {type_of(e)}")
+        if (node.thread_count, node.block_size) != shape_counts(node.grid, node.block_shape):
+            raise fail("the thread count and block size of an n-D launch must be the "
+                       "products of its grid and block extents")
+    use = first_axis_use(node.kernel)
+    if use is not None and use.dims > node.dims:
+        at = f" (at {use.loc})" if use.loc is not None else ""
+        shape = "threads and block" if not node.shaped else \
+            f"a grid and block of {node.dims} extent{'s' if node.dims > 1 else ''}"
+        raise fail(f"[LCH-26] kernel {node.kernel.name} reads {use.name}{at}, but this "
+                   f"launch has {node.dims} dimension{'s' if node.dims > 1 else ''} "
+                   f"({shape}): launch it with a grid and block of {use.dims} extents")
 
 
 def check_launch(node: Launch) -> None:
@@ -319,6 +468,7 @@ def check_launch(node: Launch) -> None:
         raise fail("thread_count must be an integer (i64)")
     if type_of(block) not in (Scalar.I32, Scalar.I64):
         raise fail("block_size must be an integer")
+    _check_shape(node, fail)
     seen: set[int] = set()
     for s in node.scratch:
         if not 0 <= s.argument < len(k.params) or s.argument in seen:

@@ -3,8 +3,10 @@
 ::
 
     host    := 'host' decl (',' decl)*            decl := NAME ':' type
-    stmt    := 'launch' NAME '(' [expr (',' expr)*] ')' 'threads' expr 'block' expr clause*
+    stmt    := 'launch' NAME '(' [expr (',' expr)*] ')' counts clause*
              | 'sync'
+    counts  := 'threads' expr 'block' expr
+             | 'grid' extents 'block' extents      extents := '(' expr [',' expr [',' expr]] ')'
     clause  := 'scratch' NAME 'size' expr ['read_back' expr]
              | 'status' NAME ['replay' '(' 'stop' INT (';' 'stop' INT)* ')']
              | 'overwritten' NAME ['if' expr]
@@ -20,7 +22,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sarek_py.ir.diagnostics import ParseError
-from sarek_py.ir.host.launch import HostStmt, Launch, ScratchBuffer, Sync, check_launch
+from sarek_py.ir.host.launch import (
+    HostStmt,
+    Launch,
+    ScratchBuffer,
+    Sync,
+    check_launch,
+    shape_counts,
+)
 from sarek_py.ir.lexer import EOF, INT, NAME, Token
 from sarek_py.ir.nodes import Const, Expr, Module, Ref, Stop, Unary, UnaryOp, Var
 from sarek_py.ir.parser import Parser
@@ -81,14 +90,24 @@ class HostParser(Parser):
             if not self.accept(","):
                 break
         self.expect(")", "after the launch's arguments")
-        self.expect_word("threads")
-        threads_tok = self.peek()
-        threads = self.parse_expr(Scalar.I64)
-        self._count_in_range(threads, threads_tok, "thread count", 0, 2 ** 63 - 1)
-        self.expect_word("block")
-        block_tok = self.peek()
-        block = self.parse_expr(Scalar.I32)
-        self._count_in_range(block, block_tok, "block size", 1, 2 ** 31 - 1)
+        grid: tuple[Expr, ...] = ()
+        bshape: tuple[Expr, ...] = ()
+        if self.word("grid"):  # a launch of 1 to 3 dimensions (LCH-28)
+            grid = self._extents("grid")
+            self.expect_word("block")
+            bshape = self._extents("block")
+            threads, block = shape_counts(grid, bshape)
+            assert not isinstance(threads, int) and not isinstance(block, int)
+        else:
+            if not self.word("threads"):
+                raise self.unexpected("'threads' or 'grid'")
+            threads_tok = self.peek()
+            threads = self.parse_expr(Scalar.I64)
+            self._count_in_range(threads, threads_tok, "thread count", 0, 2 ** 63 - 1)
+            self.expect_word("block")
+            block_tok = self.peek()
+            block = self.parse_expr(Scalar.I32)
+            self._count_in_range(block, block_tok, "block size", 1, 2 ** 31 - 1)
         scratch: list[ScratchBuffer] = []
         status: Var | None = None
         replay: list[Stop] = []
@@ -121,9 +140,24 @@ class HostParser(Parser):
             else:
                 break
         node = Launch(kernel, threads, block, tuple(args), tuple(scratch), status,
-                      tuple(replay), tuple(over), tuple(over_if), loc=self.loc(start))
+                      tuple(replay), tuple(over), tuple(over_if), grid=grid,
+                      block_shape=bshape, loc=self.loc(start))
         check_launch(node)
         return node
+
+    def _extents(self, what: str) -> tuple[Expr, ...]:
+        """``(e0 [, e1 [, e2]])``: the 1 to 3 ``i32`` extents of a grid or block (LCH-28)."""
+        self.expect("(", f"to open the {what}'s extents")
+        out: list[Expr] = []
+        while True:
+            tok = self.peek()
+            e = self.parse_expr(Scalar.I32)
+            self._count_in_range(e, tok, f"{what} extent", 1, 2 ** 31 - 1)
+            out.append(e)
+            if len(out) == 3 or not self.accept(","):
+                break
+        self.expect(")", f"to close the {what}'s extents (1 to 3 of them)")
+        return tuple(out)
 
     def _count_in_range(self, e: Expr, tok: Token, what: str, lo: int, hi: int) -> None:
         """A constant thread count or block size out of ``lo..hi`` is an error (LCH-22)."""
@@ -172,8 +206,13 @@ def print_launch(node: Launch) -> str:
     """One launch as text (one line, clauses on continuation lines)."""
     threads, block, exprs = node.host_exprs()
     args = ", ".join(print_expr(a) for a in exprs)
-    head = (f"launch {node.kernel.name}({args}) threads {print_expr(threads)} "
-            f"block {print_expr(block)}")
+    if node.shaped:  # LCH-28: the counts are the extents' products, not printed
+        grid, bshape = node.host_shape()
+        head = (f"launch {node.kernel.name}({args}) grid ({_list(grid)}) "
+                f"block ({_list(bshape)})")
+    else:
+        head = (f"launch {node.kernel.name}({args}) threads {print_expr(threads)} "
+                f"block {print_expr(block)}")
     clauses: list[str] = []
     for s in node.scratch:
         c = f"scratch {node.arg_name(s.argument)} size {print_expr(s.size)}"
@@ -189,6 +228,10 @@ def print_launch(node: Launch) -> str:
         always = isinstance(cond, Const) and cond.value is True
         clauses.append(f"overwritten {v.name}" + ("" if always else f" if {print_expr(cond)}"))
     return "\n  ".join([head, *clauses])
+
+
+def _list(exprs: tuple[Expr, ...]) -> str:
+    return ", ".join(print_expr(e) for e in exprs)
 
 
 def host_vars(stmts: Sequence[HostStmt]) -> list[Var]:

@@ -24,7 +24,18 @@ import attrs
 
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.host.launch import Launch, Sync
-from sarek_py.ir.nodes import Expr, HelperFunc, Kernel, Loc, Stmt, Store, Var, iter_stmts
+from sarek_py.ir.nodes import Break as Break  # host statements too (IR-32, HP-19)
+from sarek_py.ir.nodes import Continue as Continue
+from sarek_py.ir.nodes import (
+    Expr,
+    HelperFunc,
+    Kernel,
+    Loc,
+    Stmt,
+    Store,
+    Var,
+    iter_stmts,
+)
 from sarek_py.ir.types import ArrayType
 from sarek_py.ir.visit import free_vars
 
@@ -134,18 +145,8 @@ class HFor:
     loc: Loc | None = _loc()
 
 
-@attrs.frozen
-class Break:
-    """Leave the innermost sequential loop."""
-
-    loc: Loc | None = _loc()
-
-
-@attrs.frozen
-class Continue:
-    """Go to the next iteration of the innermost sequential loop."""
-
-    loc: Loc | None = _loc()
+# ``Break`` and ``Continue`` are the kernel IR's own statements (IR-32): one class each, so
+# that a dump names them once (TXT-26) and a parallel loop's body may hold them (HP-19).
 
 
 @attrs.frozen

@@ -197,6 +197,8 @@ class HostParser(LaunchParser):
 
     def _is_host_word(self) -> bool:
         tok = self.peek()
+        if tok.kind in ("break", "continue"):  # keywords of the kernel language too (TXT-2)
+            return True
         return (tok.kind == NAME and tok.text in HOST_WORDS
                 and self.peek(1).kind not in (":=", "[", "="))
 
