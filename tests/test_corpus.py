@@ -322,8 +322,7 @@ def test_corpus_symbolic_decisions_equal_expected_table() -> None:
     for sc in scenarios():
         if sc.name in LAUNCH_TEXT:
             for p, c in zip(sc.steps, sc.steps[1:], strict=False):
-                if p.one_d and c.one_d:
-                    assert (p.name, c.name) in SYMBOLIC
+                assert (p.name, c.name) in SYMBOLIC
 
 
 @pytest.mark.parametrize("d", [(k, v) for k, v in SYMBOLIC.items() if v[0] != "fused"],
@@ -701,3 +700,18 @@ def test_corpus_frontend_pipeline_decides_as_the_table() -> None:
     assert d.fused == (outcome == "fused")
     if not d.fused:
         assert (d.rule, d.reason) == (rule, reason)
+
+
+def test_corpus_frontend_cuda_launch_shape() -> None:
+    """FE-24: ``k[grid, (block,)](...)`` is CUDA's ``<<<grid, block>>>``: the front-end
+    vectorAdd and biasRelu launched with the original's ``<<<blocksPerGrid, 256>>>`` equal
+    the reference."""
+    from corpus import frontend_kernels as fk
+
+    sc = SCENARIOS["vectorAdd -> biasRelu"]
+    got, ref = sc.buffers(0), sc.buffers(0)
+    for k, step in enumerate(sc.steps):
+        getattr(fk, step.name)[step.grid[0], step.block](**step.bind(got))
+        sc.refs[k](ref)
+    for n in got:
+        assert same_bits(got[n], ref[n]), n

@@ -16,8 +16,5 @@ The records these run — ``Launch``, ``Sync``, ``Program`` — are the host-pro
 from __future__ import annotations
 
 from sarek_py.host.execute import HostRun, ProgramStopped, execute
-from sarek_py.ir.host.launch import HostStmt, Launch, ScratchBuffer, Sync, check_launch
-from sarek_py.runtime import get_backend
 
-__all__ = ["HostRun", "HostStmt", "Launch", "ProgramStopped", "ScratchBuffer", "Sync",
-           "check_launch", "execute", "get_backend"]
+__all__ = ["HostRun", "ProgramStopped", "execute"]

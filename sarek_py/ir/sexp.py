@@ -58,7 +58,7 @@ WIDTH = 100
 
 def register(classes: tuple[type, ...] = (), enums: tuple[type[enum.Enum], ...] = ()) -> None:
     """Let dumps name more ``attrs`` node classes and enum members (the host-program IR of
-    ``sarek_py.host`` registers its own, TXT-26); an enum word already taken by another
+    :mod:`sarek_py.ir.host.sexp` registers its own, TXT-26); an enum word already taken by another
     member is an error."""
     for c in classes:
         if NODE_CLASSES.get(c.__name__, c) is not c:

@@ -11,7 +11,7 @@ from sarek_py.ir.host.launch_text import parse_host
 from sarek_py.ir.parser import parse_module
 
 #: scenario -> its launch text with the original's host counts (symbolic sizes), for the
-#: scenarios whose launches the launch text (LCH-16) can write: the 1-D ones
+#: scenarios written in the launch text (LCH-16; n-D launches TXT-37)
 LAUNCH_TEXT: dict[str, str] = {
     "vectorAdd -> biasRelu": "vectorAdd_biasRelu.launches",
     "MatrixMulCUDA -> add_bias -> biasRelu": "matrixMul_bias_relu.launches",
@@ -19,6 +19,9 @@ LAUNCH_TEXT: dict[str, str] = {
         "llm_bias_gelu_residual.launches",
     "residual_forward_kernel1 -> softmax_forward_kernel1": "residual_softmax.launches",
     "srad -> srad2": "srad.launches",
+    "convolution2D_kernel -> threshold2D": "conv_threshold.launches",
+    "fdtd_step1_kernel -> fdtd_step2_kernel -> fdtd_step3_kernel": "fdtd2d.launches",
+    "mm2_kernel1 -> mm2_kernel2": "mm2.launches",
     "residual_forward_kernel1 -> layernorm_forward_kernel1": "residual_layernorm.launches",
     "stage1 -> stage2 -> stage3": "sarek_fusion_chain.launches",
 }

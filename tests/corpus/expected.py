@@ -105,10 +105,20 @@ SYMBOLIC: dict[tuple[str, str], tuple[str, str | None, str | None]] = {
         'EF-1',
         'consumer biasRelu is not of the form `let i = global_thread_id in body`',
     ),
+    ('MatrixMulCUDA', 'add_bias'): (
+        'refused',
+        'LEG-14',
+        "the launch of MatrixMulCUDA has a grid and block shape (2 dimensions): the fusion proofs and a fused kernel's launch conditions cover launches by thread count and block size only",
+    ),
     ('add_bias', 'biasRelu'): (
         'refused',
         'EF-1',
         'consumer biasRelu is not of the form `let i = global_thread_id in body`',
+    ),
+    ('matmul_forward_kernel1', 'add_bias'): (
+        'refused',
+        'LEG-14',
+        "the launch of matmul_forward_kernel1 has a grid and block shape (2 dimensions): the fusion proofs and a fused kernel's launch conditions cover launches by thread count and block size only",
     ),
     ('add_bias', 'gelu_forward_kernel1'): (
         'refused',
@@ -125,10 +135,30 @@ SYMBOLIC: dict[tuple[str, str], tuple[str, str | None, str | None]] = {
         'EF-1',
         'consumer softmax_forward_kernel1 is not of the form `let i = global_thread_id in body`',
     ),
+    ('convolution2D_kernel', 'threshold2D'): (
+        'refused',
+        'LEG-14',
+        "the launch of convolution2D_kernel has a grid and block shape (2 dimensions): the fusion proofs and a fused kernel's launch conditions cover launches by thread count and block size only",
+    ),
+    ('fdtd_step1_kernel', 'fdtd_step2_kernel'): (
+        'refused',
+        'LEG-14',
+        "the launch of fdtd_step1_kernel has a grid and block shape (2 dimensions): the fusion proofs and a fused kernel's launch conditions cover launches by thread count and block size only",
+    ),
+    ('fdtd_step2_kernel', 'fdtd_step3_kernel'): (
+        'refused',
+        'LEG-14',
+        "the launch of fdtd_step2_kernel has a grid and block shape (2 dimensions): the fusion proofs and a fused kernel's launch conditions cover launches by thread count and block size only",
+    ),
     ('srad', 'srad2'): (
         'refused',
         'EF-1',
         'consumer srad2 is not of the form `let i = global_thread_id in body`',
+    ),
+    ('mm2_kernel1', 'mm2_kernel2'): (
+        'refused',
+        'LEG-14',
+        "the launch of mm2_kernel1 has a grid and block shape (2 dimensions): the fusion proofs and a fused kernel's launch conditions cover launches by thread count and block size only",
     ),
     ('residual_forward_kernel1', 'layernorm_forward_kernel1'): (
         'refused',

@@ -38,7 +38,7 @@ Row = tuple[str, str | None, str | None]
 
 def _sym_cell(row: Row | None) -> str:
     if row is None:
-        return "no launch text: an n-D launch"
+        return "no launch text written"
     outcome, rule, reason = row
     return f"{outcome}{f' [{rule}]' if rule else ''}{': ' + _cell(reason) if reason else ''}"
 
@@ -66,8 +66,8 @@ def render_doc(decisions: list[PairDecision] | None = None,
         "run-time values: the launch text of LCH-16 (`tests/corpus/*.launches`, read by",
         "`sarek-py explain FILE --launches L`) with the original's count expressions.",
         "The Python front end writes the same kernels (`tests/corpus/frontend_kernels.py`,",
-        "same IR); it launches by thread count (`k[threads, block]`), so CUDA's",
-        "`<<<blocksPerGrid, 256>>>` is `k[blocksPerGrid * 256, 256]` there.",
+        "same IR); `k[threads, block]` launches by thread count, `k[grid, (block,)]` (FE-24)",
+        "as CUDA's `<<<grid, block>>>`.",
         "*legal (by hand)* is the ground truth from reading the originals "
         "(`tests/corpus/legality.py`): an illegal pair must never fuse, a legal one should.",
         "No fused/unfused ratio is given: none was measured.",
