@@ -152,7 +152,18 @@ def test_corpus_every_file_is_listed_and_launched() -> None:
 # ------------------------------------------------------------- kernels vs references
 
 
-@pytest.mark.parametrize("name", sorted(SIZED))
+#: scenarios whose interpreter run at the larger variants takes tens of seconds: those
+#: variants run in ``make fuzz`` (variant 0, the table's sizes, always runs)
+HEAVY = ("mean_kernel -> reduce_kernel -> covar_kernel",)
+
+
+def _interp_cases() -> list[object]:
+    return [pytest.param(n, marks=pytest.mark.slow)
+            if any(n.startswith(h + " @") for h in HEAVY) and not n.endswith(" @0") else n
+            for n in sorted(SIZED)]
+
+
+@pytest.mark.parametrize("name", _interp_cases())
 def test_corpus_interp_matches_reference(name: str) -> None:
     """CG-13: each kernel, launched as the original launches it, on the interpreter equals
     the numpy reference of the original bitwise, step after step, at every size variant
