@@ -14,6 +14,7 @@ record cases that were checked and held.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -166,12 +167,19 @@ def test_txt26_malformed_dumps_are_located_parse_errors(text: str) -> None:
     assert str(err.value).startswith("d.sexp:")
 
 
-def test_txt26_truncated_dumps_are_located_parse_errors() -> None:
-    """Held: about 150 evenly spaced prefixes of a real dump is a located ParseError."""
+@pytest.mark.parametrize("prefixes", [
+    pytest.param(40, id="quick"),
+    pytest.param(150, id="fuzz", marks=pytest.mark.slow),
+])
+def test_txt26_truncated_dumps_are_located_parse_errors(prefixes: int) -> None:
+    """Held: evenly spaced prefixes of a real dump (40; 150 in make fuzz, every prefix
+    with SAREK_FUZZ=1) are each a located ParseError."""
     text = program_to_sexp(offload(parse_program(RICH)))
-    for cut in range(0, len(text) - 1, max(1, len(text) // 150)):
-        with pytest.raises(ParseError):
+    step = 1 if os.environ.get("SAREK_FUZZ") and prefixes > 40 else len(text) // prefixes
+    for cut in range(0, len(text) - 1, max(1, step)):
+        with pytest.raises(ParseError) as err:
             program_from_sexp(text[:cut], "t.sexp")
+        assert str(err.value).startswith("t.sexp:"), cut
 
 
 def test_txt26_deeply_nested_dump_is_a_parse_error() -> None:

@@ -203,7 +203,7 @@ def test_cli2_check_error_shows_source_line_and_caret(
     assert (code, out) == (1, "")
     assert err.splitlines() == [
         f"{files['bad']}:4:18: error: operator '+' on different types f32 and i32 "
-        "(no implicit conversion: use a cast)",
+        "(no implicit conversion: write f32(n) as C would convert it)",
         "    x[i] <- x[i] + n",
         "                 ^",
     ]

@@ -22,9 +22,12 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("buffers", "which buffer a launch argument names; one buffer or overlap (LEG-1)"),
     ("consumer", "the element-wise consumer and the window check (EF-1..EF-4, EF-9)"),
     ("domain", "the elements an element-wise consumer acts on (LEG-18)"),
+    ("grid_stride", "grid-stride loops around a producer's stores (LEG-21..LEG-23)"),
     ("legality", "Index_slice and Launch_window on two launches (LEG-1..LEG-12, LEG-16)"),
     ("conditions", "the launch conditions checked at every launch (LEG-13..LEG-15)"),
     ("fuse_kernels", "the kernel rewrite (EF-5..EF-17)"),
+    ("grid_stride_consumer", "a grid-stride consumer as the element-wise one (EF-25)"),
+    ("threadwise", "thread-wise fusion of launches of one shape (LEG-30, LEG-31)"),
     ("sequence", "fuse_launches and the runs of launches of host programs (LEG-10)"),
 )
 

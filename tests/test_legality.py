@@ -250,8 +250,15 @@ def test_leg4_data_dependent_branches() -> None:
     ("  for k = 0 to 3 do y[4 * i + k] <- x[i] done", True, None),
     ("  for k = 3 downto 0 do y[4 * i + k] <- x[i] done", True, None),
     ("  for k = 0 to i do y[4 * i + k] <- x[i] done", False, "LEG-5"),
-    ("  for k = 0 to 5000 do y[i] <- x[i] done", False, "LEG-5"),
-    ("  let mut k = 0 in while k < 1 do (y[i] <- x[i]; k := k + 1) done", False, "LEG-5"),
+    # the same element in each of 5001 iterations: stored twice (LEG-23, LEG-3)
+    ("  for k = 0 to 5000 do y[i] <- x[i] done", False, "LEG-3"),
+    ("  for k = 0 to 5000 do if k == 7 then y[i] <- x[i] done", False, "LEG-5"),
+    # a counted while loop is followed iteration by iteration (LEG-21): once is exact,
+    # twice is not; a loop that is not `k < n; k := k + s` is still LEG-5
+    ("  let mut k = 0 in while k < 1 do (y[i] <- x[i]; k := k + 1) done", True, None),
+    ("  let mut k = 0 in while k < 2 do (y[i] <- x[i]; k := k + 1) done", False, "LEG-3"),
+    ("  let mut k = 0 in while k * k < 1 do (y[i] <- x[i]; k := k + 1) done", False,
+     "LEG-5"),
     ("  let mut k = 0 in (while k < 3 do k := k + 1 done; y[i] <- x[i])", True, None),
     ("  if i == 3 then stop 1; y[i] <- x[i]", False, "LEG-5"),
 ])

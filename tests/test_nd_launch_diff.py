@@ -113,18 +113,30 @@ def differences(count: int, start: int = 0) -> tuple[list[str], int, int]:
     return bad, compared, refused
 
 
+#: generated cases of the default run (``make test``; each compiles an OpenCL program);
+#: the slow test runs these seeds at the sizes the default run had before (80, 40) and
+#: the long run (docs/testing.md)
+CASES, RECORDS = 30, 16
+
+
 @pytest.mark.opencl
 def test_lch27_generated_nd_launches_bitwise_equal() -> None:
-    """LCH-26, LCH-27: 80 generated kernels and launch shapes, interpreter == OpenCL."""
-    bad, compared, refused = differences(80)
+    """LCH-26, LCH-27: generated kernels and launch shapes, interpreter == OpenCL."""
+    bad, compared, refused = differences(CASES)
     assert not bad, "\n".join(bad[:3])
-    assert compared > 50 and refused > 3  # the generator reaches both outcomes
+    assert compared > 20 and refused >= 1  # the generator reaches both outcomes
 
 
 @pytest.mark.slow
 @pytest.mark.opencl
 def test_lch27_generated_nd_launches_fuzz() -> None:
     """The long run of the generator for ``make fuzz``."""
+    bad, compared, refused = differences(80)
+    assert not bad, "\n".join(bad[:3])
+    assert compared > 50 and refused > 3
+    bad, ran = record_differences(40)
+    assert not bad, "\n".join(bad[:3])
+    assert ran > 20
     count = 3000 if os.environ.get("SAREK_FUZZ") else 300
     t0 = time.perf_counter()
     bad, compared, refused = differences(count, 1000)
@@ -201,8 +213,8 @@ def record_differences(count: int, start: int = 0) -> tuple[list[str], int]:
 
 @pytest.mark.opencl
 def test_lch28_generated_launch_records_run_like_direct_launches() -> None:
-    """LCH-28, TXT-37: 40 generated n-D launch statements round-trip their text and run
+    """LCH-28, TXT-37: generated n-D launch statements round-trip their text and run
     through the host on the interpreter and OpenCL bitwise like the direct launch."""
-    bad, ran = record_differences(40)
+    bad, ran = record_differences(RECORDS)
     assert not bad, "\n".join(bad[:3])
-    assert ran > 20
+    assert ran > RECORDS // 2

@@ -182,16 +182,27 @@ def test_lch28_kernel_launch_cuda_spelling() -> None:
 
 
 def test_lch28_shaped_launches_are_not_fused() -> None:
-    """LEG-14 with LCH-28: a pair with an n-D launch is refused, naming the launch; the
-    same pair by thread count and block size fuses."""
+    """LEG-14 with LCH-28: a pair of an n-D launch and a launch by thread count is refused,
+    naming the n-D launch; two launches of one shape fuse thread-wise (LEG-30), equal to the
+    unfused pair; the same pair by thread count and block size fuses."""
     m = module()
-    a, b, c = (np.zeros(24, np.int32) for _ in range(3))
+    a, b, c = (np.arange(24, dtype=np.int32) * (k + 1) for k in range(3))
     twice = m.kernel("twice")
-    nd = [KernelLaunch(twice, (2, 3), (4,), {"a": a, "b": b}),
-          KernelLaunch(twice, (2, 3), (4,), {"a": b, "b": c})]
-    out, report = fuse_launches(nd)
+    mixed = [KernelLaunch(twice, (2, 3), (4,), {"a": a, "b": b}),
+             KernelLaunch(twice, 24, 4, {"a": b, "b": c})]
+    out, report = fuse_launches(mixed)
     assert len(out) == 2 and not report[0].fused and report[0].rule == "LEG-14"
     assert "launch of twice has a grid and block shape (2 dimensions)" in report[0].reason
+    nd = [KernelLaunch(twice, (2, 3), (4,), {"a": "a", "b": "b"}),
+          KernelLaunch(twice, (2, 3), (4,), {"a": "b", "b": "c"})]
+    out, report = fuse_launches(nd)
+    assert len(out) == 1 and report[0].fused, report[0]
+    want = {"a": a.copy(), "b": b.copy(), "c": c.copy()}
+    got = {"a": a.copy(), "b": b.copy(), "c": c.copy()}
+    for lc, bufs in [(nd[0], want), (nd[1], want), (out[0], got)]:
+        args = {k: bufs[v] if isinstance(v, str) else v for k, v in lc.by_name.items()}
+        run_kernel(lc.kernel, args, 24, 4, grid=(2, 3), block_shape=(4,))
+    assert all(want[k].tobytes() == got[k].tobytes() for k in want)
     flat = [KernelLaunch(twice, 24, 4, {"a": a, "b": b}),
             KernelLaunch(twice, 24, 4, {"a": b, "b": c})]
     out, report = fuse_launches(flat)
@@ -259,14 +270,15 @@ def test_fe24_pipeline_records_and_runs_nd_launches() -> None:
 
 def test_lch28_explain_refuses_nd_pairs(tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    """LEG-14 with LCH-28 through ``sarek-py explain``: an n-D pair in a ``.launches`` file
-    is reported not fused, naming the launch and its location."""
+    """LEG-14 with LCH-28 through ``sarek-py explain``: an n-D launch then a launch by
+    thread count in a ``.launches`` file are reported not fused, naming the n-D launch and
+    its location."""
     sk = tmp_path / "k.sk"
     sk.write_text(KERNELS)
     lf = tmp_path / "k.launches"
     lf.write_text("host a : i32[], b : i32[], c : i32[], n : i32\n"
                   "launch twice(a, b) grid (n, 2) block (4)\n"
-                  "launch twice(b, c) grid (n, 2) block (4)\n")
+                  "launch twice(b, c) threads n * 8 block 4\n")
     code = main(["explain", str(sk), "--launches", str(lf)])
     out = capsys.readouterr().out
     assert code == 0

@@ -674,7 +674,7 @@ NEAR_CASES = given(st.sampled_from(EDGE_LOWS), st.integers(33, 40), st.integers(
                    st.integers(-3, 3), st.integers(-2, 2))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @NEAR_CASES
 def test_til13_offsets_near_the_ends_bitwise_on_every_backend(
         lo: int, width: int, c1: int, c2: int, c3: int) -> None:

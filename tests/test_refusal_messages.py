@@ -504,7 +504,8 @@ def test_leg1_binding_refusals() -> None:
 
 def test_leg5_numeric_loop_and_stop() -> None:
     t, y = np.zeros(8, np.float32), np.zeros(8, np.float32)
-    k = kernels(producer_variant("  for k = 0 to n do tmp[i] <- a * x[i] done"))
+    # (a body that does not read k is LEG-23's: tests/test_grid_stride.py)
+    k = kernels(producer_variant("  for k = 0 to n do if k == n then tmp[i] <- a * x[i] done"))
     d = pair_decision([KernelLaunch(k["scale"], 8, 8, {"x": X[:8], "tmp": t, "a": 2.0,
                                                        "n": 2000}),
                        KernelLaunch(k["relu"], 8, 8, {"tmp": t, "y": y, "n": 8})])

@@ -589,7 +589,7 @@ def test_ir29_error_at_the_offending_node() -> None:
     shown = str(err.with_source(text))
     assert shown.splitlines() == [
         "bad.sk:3:9: error: operator '+' on different types i32 and f32 (no implicit "
-        "conversion: use a cast)",
+        "conversion: write f32(1) as C would convert it)",
         "  out[0] <- 1 + 1.0",
         "        ^",
     ]

@@ -57,6 +57,7 @@ from sarek_py.ir.host.program import (
 )
 from sarek_py.ir.memo import IdentityCache
 from sarek_py.ir.nodes import (
+    Expr,
     HelperFunc,
     Read,
     Ref,
@@ -312,7 +313,7 @@ class ProgramEffects:
             writes.add(s.stop_status)
         threads, block, args = s.host_exprs()
         reads = expr_vars(threads, block, *args, *s.overwritten_if,
-                          *(x.size for x in s.scratch))
+                          *(x.size for x in s.scratch), *_shared_extent(s))
         return StmtEffects(reads, frozenset(writes), may_stop=k.may_stop,
                            constructs=("launch",), helpers=k.calls)
 
@@ -350,12 +351,18 @@ class ProgramEffects:
                            summary.calls | {s.proc}, summary.helpers, frozenset(realloc))
 
 
+def _shared_extent(s: Launch) -> tuple[Expr, ...]:
+    """The launch's dynamic shared extent as a host expression, if it has one (LCH-51)."""
+    return (s.shared,) if s.shared is not None and not isinstance(s.shared, int) else ()
+
+
 def launch_host_reads(s: Launch) -> frozenset[Var]:
     """EFF-6: the arrays whose elements the host reads to start launch ``s``: its thread
     count, block size, scalar arguments, write-discard tests and scratch sizes are host
     expressions (its array arguments stay on the device; ``length`` reads no element)."""
     threads, block, args = s.host_exprs()
     exprs = [threads, block, *s.overwritten_if, *(x.size for x in s.scratch),
+             *_shared_extent(s),
              *(a for a in args if not (isinstance(a, Ref) and a.var.is_array))]
     return frozenset(n.array for e in exprs for n in iter_nodes(e) if isinstance(n, Read))
 

@@ -46,6 +46,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grid", "-g", type=extents, metavar="G",
                    help="instead of --threads: a grid of G blocks, or of GxG or GxGxG "
                         "blocks of --block threads (an n-D launch, CLI-17)")
+    p.add_argument("--shared", type=int, metavar="N",
+                   help="the extent in elements of the kernel's dynamic shared array "
+                        "(shared s : T[]), given at each launch (CLI-50, LCH-50)")
     p.add_argument("--size", action="append", type=size, default=[], metavar="NAME=N",
                    help="an integer scalar parameter's value, or an array parameter's "
                         "extents (NAME=RxC for 2-D); of a host program: an integer scalar "

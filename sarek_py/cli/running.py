@@ -81,18 +81,22 @@ def block_of(args: argparse.Namespace) -> int:
     return int(block)
 
 
-def launch_of(args: argparse.Namespace) -> tuple[int, int, dict[str, tuple[int, ...]]]:
+def launch_of(args: argparse.Namespace) -> tuple[int, int, dict[str, Any]]:
     """The thread count, block size and n-D shape keywords (``grid``, ``block_shape``) of
     a kernel run (CLI-17): ``--threads N`` with ``--block B`` (or ``BxB[xB]``), or
-    ``--grid GxG[xG]`` blocks of ``--block`` threads, the count their product."""
+    ``--grid GxG[xG]`` blocks of ``--block`` threads, the count their product; and
+    ``shared``, the dynamic shared extent of ``--shared N`` (CLI-50)."""
     block = args.block if args.block is not None else (256,)
     bshape = block if isinstance(block, tuple) else (int(block),)
     grid = getattr(args, "grid", None)
+    dyn: dict[str, Any] = {}
+    if getattr(args, "shared", None) is not None:
+        dyn["shared"] = args.shared
     if grid is not None:
         return math.prod(grid) * math.prod(bshape), math.prod(bshape), {
-            "grid": grid, "block_shape": bshape}
-    kw = {"block_shape": bshape} if len(bshape) > 1 else {}
-    return int(args.threads), math.prod(bshape), kw
+            "grid": grid, "block_shape": bshape, **dyn}
+    kw: dict[str, Any] = {"block_shape": bshape} if len(bshape) > 1 else {}
+    return int(args.threads), math.prod(bshape), {**kw, **dyn}
 
 
 def apply_unchecked(args: argparse.Namespace) -> None:
@@ -151,6 +155,7 @@ def run_target(args: argparse.Namespace) -> Kernel | Program:
         return find_kernel(mod, args.kernel, args.file)
     given = [opt for opt, v in (("--threads", args.threads), ("--block", args.block),
                                 ("--grid", getattr(args, "grid", None)),
+                                ("--shared", getattr(args, "shared", None)),
                                 ("--seed", args.seed)) if v is not None]
     if given:
         raise UsageError(f"{', '.join(given)}: {args.file} holds the host program "

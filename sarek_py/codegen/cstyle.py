@@ -31,6 +31,7 @@ import attrs
 import numpy as np
 
 from sarek_py.analysis.ranges import Range, int_range, no_overflow, refine, type_range
+from sarek_py.codegen.atomics import AtomicLoop, atomic_c, atomic_prelude
 from sarek_py.codegen.bounds import (
     OOB,
     SITE,
@@ -47,9 +48,11 @@ from sarek_py.codegen.names import Namer
 from sarek_py.codegen.speculate import speculation_guard
 from sarek_py.codegen.wrap import BINARY_WORDS, WrapOp, wrap_name, wrap_prelude
 from sarek_py.ir.diagnostics import SarekError
+from sarek_py.ir.dynamic_shared import dynamic_shared
 from sarek_py.ir.intrinsics import MATH, THREAD_INTRINSICS
 from sarek_py.ir.nodes import (
     Assign,
+    Atomic,
     Barrier,
     Binary,
     BinaryOp,
@@ -99,7 +102,10 @@ class CArg:
     ``kind`` is ``"array"`` (a buffer for parameter ``param``), ``"scalar"`` (the value of
     parameter ``param``), ``"extent"`` (dimension ``dim`` of array ``param``, an ``int``),
     ``"threads"`` (the launch's thread count, 64-bit), ``"status"`` (the stop status
-    buffer, one ``int`` per thread) or ``"fault"`` (the bounds-check record, CG-22).
+    buffer, one ``int`` per thread), ``"fault"`` (the bounds-check record, CG-22),
+    ``"shared"`` (where the dialect passes it: the dynamic shared array ``param``, a
+    shared-space buffer of the launch's size) or ``"shared_extent"`` (its extent in
+    elements, an ``int``; CG-50).
     """
 
     kind: str
@@ -131,6 +137,8 @@ class Emitted:
     abi: KernelAbi
     functions: tuple[str, ...] = ()
     uses_f64: bool = False
+    #: the OpenCL extensions its atomics need, each with the atomic that needs it (CG-31)
+    extensions: tuple[tuple[str, str], ...] = ()
 
 
 # C precedence levels (higher binds tighter)
@@ -198,6 +206,10 @@ class _Function:
         #: test a ``continue`` runs first (a ``for`` whose last value is the type's last
         #: value leaves after it instead of stepping, CG-29), or None
         self.loop_tests: list[str | None] = []
+        #: the compare-and-swap loop functions the atomics call, and the OpenCL
+        #: extensions they need with the atomic that needs each (CG-30, CG-31)
+        self.atomic_loops: set[AtomicLoop] = set()
+        self.extensions: dict[str, str] = {}
 
     # ------------------------------------------------------------------ types and names
 
@@ -532,6 +544,50 @@ class _Function:
         self.emit(f"{name}[{self.offset(a, idx, raw)}] = {value};", depth + 1)
         self.emit("}", depth)
 
+    def once(self, e: Expr, name: str, depth: int) -> tuple[str, int]:
+        """The C text of ``e``; one that reads memory or calls a helper is computed first,
+        into a constant named from ``name``, so it runs once and in the interpreter's
+        order."""
+        text, prec = self.expr(e)
+        if any(isinstance(x, (Read, Call)) for x in iter_exprs(e)):
+            tmp = self.namer.fresh(name)
+            self.emit(f"const {self.ctype(scalar_type_of(e))} {tmp} = {text};", depth)
+            return tmp, _PRIMARY
+        return text, prec
+
+    def atomic(self, e: Atomic, depth: int) -> str:
+        """The C value of the atomic ``e`` (CG-30, CG-31): its indices, expected value and
+        operand computed first where they read memory, then the operation on the
+        element's address, under the bounds check unless proven in bounds (an atomic out
+        of bounds touches no memory and gives 0, CG-22)."""
+        a, idx = e.array, e.index
+        assert isinstance(a.type, ArrayType)
+        t = a.type
+        name = self.name(a)
+        raw = [self.once(ix, f"{name}_at{d}", depth) for d, ix in enumerate(idx)]
+        compare = (None if e.compare is None
+                   else self.once(e.compare, f"{name}_expected", depth)[0])
+        value = self.once(e.value, f"{name}_value", depth)[0]
+        if t.elem is Scalar.F64:
+            self.uses_f64 = True
+        c = atomic_c(self.d, e.op, t.elem, t.space,
+                     f"&{name}[{self.offset(a, idx, raw)}]", value, compare)
+        if c.loop is not None:
+            self.atomic_loops.add(c.loop)
+        for ext in c.extensions:
+            self.extensions.setdefault(ext, f"{e.op.value} on {t.elem} array '{a.name}'")
+        if self.proven(a, idx):
+            return c.text
+        args = self.check_args(a, idx, raw)
+        site = self.new_site(a, e.op.value, e.loc)
+        zero = self.const(Const(0.0 if t.elem.is_float else 0, t.elem))[0]
+        return f"({in_name(len(idx))}({OOB}, {site}, {args}) ? {c.text} : {zero})"
+
+    def value(self, e: Expr, depth: int) -> str:
+        """The C text of the value of a ``let`` or an assignment (where atomics stand,
+        IR-34)."""
+        return self.atomic(e, depth) if isinstance(e, Atomic) else self.expr(e)[0]
+
     # ----------------------------------------------------------------------- statements
 
     def emit(self, line: str, depth: int) -> None:
@@ -554,13 +610,14 @@ class _Function:
                 if t is Scalar.UNIT:
                     self.emit(f"{self.expr(val)[0]};", depth)
                 else:
-                    text = self.expr(val)[0]
+                    text = self.value(val, depth)
                     self.emit(f"{self.ctype(t)} {self.bind(v)} = {text};", depth)
                     if t.is_int and not v.mutable:
                         self.ranges = {**self.ranges, v.id: int_range(val, self.ranges)}
                 self.stmt(body, depth)
             case Assign(var=v, value=val):
-                self.emit(f"{self.name(v)} = {self.expr(val)[0]};", depth)
+                text = self.value(val, depth)
+                self.emit(f"{self.name(v)} = {text};", depth)
             case Store():
                 self.store(s, depth)
             case If(cond=c) if s is self.count_guard:
@@ -691,6 +748,33 @@ class _Function:
             self.emit("}", depth)
         self.ranges = saved
 
+    def dynamic_shared_params(self, v: Var) -> list[tuple[str, str, str]]:
+        """CG-50: the C parameters of the dynamic shared array ``v`` — a pointer in the
+        shared space where the dialect passes it (bound to a buffer of the launch's size)
+        — and of its extent in elements, as ``(declaration, C name, ABI kind)``."""
+        assert isinstance(v.type, ArrayType)
+        name = self.bind(v)
+        ext = self.namer.fresh(f"{name}_len0")
+        self.extents[v.id] = (ext,)
+        out = []
+        if self.d.dynamic_shared_param:
+            out.append((f"{self.d.shared_pointer} {self.storage(v.type.elem)}* {name}".strip(),
+                        name, "shared"))
+        out.append((f"int {ext}", ext, "shared_extent"))
+        return out
+
+    def dynamic_shared_decl(self, v: Var) -> list[str]:
+        """CG-50: the dialect's declaration of the launch-sized shared bytes, seen as the
+        array's element type (one name per unit whatever the kernels' element types);
+        nothing for a dialect that passes the array as a parameter."""
+        if self.d.dynamic_shared_param:
+            return []
+        assert isinstance(v.type, ArrayType)
+        raw = self.namer.hidden("sarek_dynamic_shared")
+        elem = self.storage(v.type.elem)
+        return [line.format(raw=raw, elem=elem, name=self.name(v))
+                for line in self.d.dynamic_shared_decl]
+
     def local_decl(self, v: Var) -> str:
         """The declaration of a kernel local: zero-initialised unless shared (CG-9)."""
         if isinstance(v.type, ArrayType):
@@ -783,8 +867,8 @@ def _signature(head: str, params: list[str], depth_indent: str = "    ") -> str:
 
 def _accesses(body: Stmt, oob_helpers: set[str]) -> bool:
     """Whether ``body`` reads or stores an array, or calls a helper that does (CG-22)."""
-    return any(isinstance(n, (Read, Store)) or (isinstance(n, Call) and n.func in oob_helpers)
-               for n in iter_nodes(body))
+    return any(isinstance(n, (Read, Store, Atomic))
+               or (isinstance(n, Call) and n.func in oob_helpers) for n in iter_nodes(body))
 
 
 def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
@@ -797,12 +881,14 @@ def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
     uses_f64 = False
     chunks: list[str] = []
     wrapping: set[WrapOp] = set()
+    atomic_loops: set[AtomicLoop] = set()
+    extensions: dict[str, str] = {}
     oob_helpers: set[str] = set()
     helper_sites: dict[str, tuple[AccessSite, ...]] = {}
     helper_params = {h.name: h.params for h in helpers}
     storing: set[str] = set()
     for h in helpers:  # callees first
-        if any(isinstance(n, Store) or (isinstance(n, Call) and n.func in storing)
+        if any(isinstance(n, (Store, Atomic)) or (isinstance(n, Call) and n.func in storing)
                for n in iter_nodes(h.body)):
             storing.add(h.name)
     check_ranks: set[int] = set()
@@ -842,6 +928,9 @@ def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
         chunks.append(_signature(head, params) + " {\n" + "\n".join(f.lines) + "\n}\n")
         uses_f64 |= f.uses_f64
         wrapping |= f.wrapping
+        atomic_loops |= f.atomic_loops
+        for ext, why in f.extensions.items():
+            extensions.setdefault(ext, why)
 
     k = _Function(d, helper_names, kernel.loc, kernel.name, kname)
     k.checked = checked
@@ -872,7 +961,16 @@ def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
         params.append(f"{oob_param}")
         k.namer.hidden(OOB)
         cargs.append(CArg("fault", OOB))
+    dyn = dynamic_shared(kernel)
+    if dyn is not None:  # CG-50: sized by the launch
+        for decl, cname, kind in k.dynamic_shared_params(dyn):
+            params.append(decl)
+            cargs.append(CArg(kind, cname, dyn.name))
     for v in kernel.locals:
+        if v is dyn:
+            for line in k.dynamic_shared_decl(dyn):
+                k.emit(line, 1)
+            continue
         k.emit(k.local_decl(v), 1)
     if not barrier:
         # CG-21: in the kernel's own leading guard when what comes before it is safe
@@ -885,18 +983,22 @@ def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
                   + "\n".join(k.lines) + "\n}\n")
     uses_f64 |= k.uses_f64
     wrapping |= k.wrapping
+    atomic_loops |= k.atomic_loops
+    for ext, why in k.extensions.items():
+        extensions.setdefault(ext, why)
     check_ranks |= k.check_ranks
     at_ranks |= k.at_ranks
     get_ranks |= k.get_ranks
     set_ranks |= k.set_ranks
     chunks[:0] = [*check_prelude(d, check_ranks, at_ranks, get_ranks, set_ranks),
-                  *wrap_prelude(d, wrapping)]
+                  *wrap_prelude(d, wrapping),
+                  *atomic_prelude(d, atomic_loops, set(extensions))]
 
     source = _header(d, f"kernel {kernel.name}", uses_f64) + "\n".join(chunks)
     sites = tuple(k.sites)
     abi = KernelAbi(kname, tuple(cargs), barrier, stops, sites,
                     fault_words(sites) if k.has_oob else 0)
-    return Emitted(source, abi, tuple(chunks), uses_f64)
+    return Emitted(source, abi, tuple(chunks), uses_f64, tuple(sorted(extensions.items())))
 
 
 def _header(d: Dialect, what: str, uses_f64: bool) -> str:

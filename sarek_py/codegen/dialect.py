@@ -56,6 +56,13 @@ class Dialect:
     #: C functions every unit holds after the prelude: ``sarek_flat_id()``, the linear
     #: thread id of INT-1 for launches of 1 to 3 dimensions (LCH-27)
     support: tuple[str, ...] = ()
+    #: how the dynamic shared array (IR-50) reaches the kernel: True, a kernel parameter
+    #: in the shared space that the launch binds to its size (OpenCL's ``__local T*``);
+    #: False, CUDA's ``extern __shared__`` sized by the launch (CG-50)
+    dynamic_shared_param: bool = False
+    #: otherwise, the lines declaring it in the kernel (``{raw}``: the target's one
+    #: launch-sized byte array, ``{elem}``: the element type, ``{name}``: the array)
+    dynamic_shared_decl: tuple[str, ...] = ()
 
     def type_name(self, t: Scalar) -> str:
         return self.types[t]

@@ -74,10 +74,12 @@ class Namer:
         if clean not in self.used and not is_reserved(clean):
             self.used.add(clean)
             return clean
+        # ``_`` gets ``_2`` (``__2`` would be reserved: the loop would never end)
+        sep = "" if clean.endswith("_") else "_"
         n = 2
-        while f"{clean}_{n}" in self.used or is_reserved(f"{clean}_{n}"):
+        while f"{clean}{sep}{n}" in self.used or is_reserved(f"{clean}{sep}{n}"):
             n += 1
-        name = f"{clean}_{n}"
+        name = f"{clean}{sep}{n}"
         self.used.add(name)
         return name
 

@@ -32,6 +32,7 @@ OPENCL = Dialect(
     global_pointer="__global",
     shared_qualifier="__local",
     shared_pointer="__local",
+    dynamic_shared_param=True,
     local_pointer="__private",
     barrier="barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);",
     types={Scalar.I32: "int", Scalar.I64: "long", Scalar.F32: "float",

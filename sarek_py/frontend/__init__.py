@@ -20,6 +20,12 @@ from __future__ import annotations
 from sarek_py.frontend.adapt import as_ir, fuse
 from sarek_py.frontend.annotations import Vec, Vec2, Vec3, boolean, f32, f64, i32, i64
 from sarek_py.frontend.intrinsics import (
+    atomic,
+    atomic_add,
+    atomic_cas,
+    atomic_exch,
+    atomic_max,
+    atomic_min,
     barrier,
     block_dim_x,
     block_dim_y,
@@ -57,7 +63,8 @@ from sarek_py.frontend.pipeline import Pipeline, pipeline
 from sarek_py.frontend.source import FrontendError
 
 __all__ = [
-    "FrontendError", "HelperFunction", "KernelFunction", "Pipeline", "pipeline", "Vec", "Vec2", "Vec3", "as_ir", "barrier",
+    "FrontendError", "HelperFunction", "KernelFunction", "Pipeline", "pipeline", "Vec", "Vec2", "Vec3", "as_ir", "atomic",
+    "atomic_add", "atomic_cas", "atomic_exch", "atomic_max", "atomic_min", "barrier",
     "block_dim_x", "block_dim_y", "block_dim_z", "block_idx_x", "block_idx_y", "block_idx_z",
     "boolean", "ceil", "cos", "exp", "f32", "f64", "floor", "fuse", "global_idx_x", "global_idx_y",
     "global_idx_z", "global_thread_id", "grid_dim_x", "grid_dim_y", "grid_dim_z", "helper",

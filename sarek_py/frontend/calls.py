@@ -11,9 +11,11 @@ from sarek_py.frontend.intrinsics import STUBS
 from sarek_py.frontend.resolve import MISSING, as_intrinsic
 from sarek_py.frontend.scope import Env, HelperLike, TranslatorState
 from sarek_py.frontend.source import FrontendError
+from sarek_py.ir.atomics import ATOMIC_WORDS
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.intrinsics import MATH, THREAD_INTRINSICS
-from sarek_py.ir.nodes import Call, Cast, Expr, Intrinsic, Length, Ref, Var
+from sarek_py.ir.nodes import Atomic, AtomicOp, Call, Cast, Expr, Intrinsic, Length, Ref, Var
+from sarek_py.ir.typeof import type_of
 from sarek_py.ir.types import ArrayType, Scalar
 
 
@@ -82,7 +84,40 @@ class CallTranslator(TranslatorState, abc.ABC):
             return self.math(node, name, env, hint)
         if name == "length":
             return self.length(node, env)
+        if name in ATOMIC_WORDS:
+            return self.atomic(node, ATOMIC_WORDS[name], env)
         raise self.err(node, f"{name}() is a statement, not a value")
+
+    def atomic(self, node: ast.Call, op: AtomicOp, env: Env) -> Expr:
+        """FE-25: ``atomic_add(a, i, v)`` (``i`` an index or a tuple of indices),
+        ``atomic_cas(a, i, expected, new)``: the element's old value."""
+        name = op.value
+        shape = (f"{name}(array, index, expected, new)" if op is AtomicOp.CAS
+                 else f"{name}(array, index, value)")
+        if len(node.args) != 3 + (op is AtomicOp.CAS):
+            raise self.err(node, f"{shape} takes {3 + (op is AtomicOp.CAS)} arguments, not "
+                           f"{len(node.args)}")
+        arr = self.array_var(node.args[0], env)
+        assert isinstance(arr.type, ArrayType)
+        where = node.args[1]
+        items = list(where.elts) if isinstance(where, ast.Tuple) else [where]
+        if len(items) != arr.type.rank:
+            raise self.err(where, f"'{arr.name}' has rank {arr.type.rank} but {name} gives "
+                           f"{len(items)} index{'es' if len(items) != 1 else ''}")
+        index: list[Expr] = []
+        for it in items:
+            e = self.expr(it, env, None)
+            if not self.scalar(e, it).is_int:
+                raise self.err(it, f"an array index is {type_of(e)}, not an integer")
+            index.append(e)
+        elem = arr.type.elem
+        operands: list[Expr] = []
+        for x in node.args[2:]:
+            e = self.expr(x, env, elem)
+            self.expect(e, elem, x, f"the operand of {name} on '{arr.name}'")
+            operands.append(e)
+        compare = operands[0] if op is AtomicOp.CAS else None
+        return Atomic(op, arr, tuple(index), operands[-1], compare, loc=self.src.loc(node))
 
     def math(self, node: ast.Call, name: str, env: Env, hint: Scalar | None) -> Expr:
         arity, float_only = MATH[name]

@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from sarek_py.ir.atomics import ATOMIC_WORDS
 from sarek_py.ir.intrinsics import MATH, THREAD_INTRINSICS
 
 #: statement-like intrinsics and declarations, beside the IR's thread and math intrinsics
@@ -35,8 +36,19 @@ class IntrinsicStub:
 
 
 STUBS: dict[str, IntrinsicStub] = {
-    name: IntrinsicStub(name) for name in (*THREAD_INTRINSICS, *MATH, *SPECIAL)
+    name: IntrinsicStub(name) for name in (*THREAD_INTRINSICS, *MATH, *SPECIAL, *ATOMIC_WORDS)
 }
+
+
+@attrs.frozen
+class AtomicNamespace:
+    """``atomic.add(a, i, v)`` … as numba's ``cuda.atomic.add`` spells them (FE-25)."""
+
+    add: IntrinsicStub
+    min: IntrinsicStub
+    max: IntrinsicStub
+    exch: IntrinsicStub
+    cas: IntrinsicStub
 
 global_thread_id = STUBS["global_thread_id"]
 thread_idx_x = STUBS["thread_idx_x"]
@@ -69,3 +81,11 @@ shared = STUBS["shared"]
 local = STUBS["local"]
 stop = STUBS["stop"]
 length = STUBS["length"]
+#: atomics (FE-25): ``old = atomic_add(a, i, v)`` (``i`` an index or a tuple of them),
+#: ``atomic_cas(a, i, expected, new)``; the value is the element's old value
+atomic_add = STUBS["atomic_add"]
+atomic_min = STUBS["atomic_min"]
+atomic_max = STUBS["atomic_max"]
+atomic_exch = STUBS["atomic_exch"]
+atomic_cas = STUBS["atomic_cas"]
+atomic = AtomicNamespace(atomic_add, atomic_min, atomic_max, atomic_exch, atomic_cas)

@@ -37,7 +37,7 @@ class Recorder(Protocol):
     """Where a launch goes instead of running: an open ``pipeline()`` (FE-17)."""
 
     def record(self, k: KernelFunction, args: dict[str, ArgValue], threads: Count,
-               block: Count, backend: str | None) -> None: ...
+               block: Count, backend: str | None, shared: int | None = None) -> None: ...
 
 
 #: the recorder open in this context (``with sarek_py.pipeline():``), if any; the pipeline
@@ -116,10 +116,15 @@ class KernelFunction:
         return emit(self.ir, target)
 
     def __getitem__(self, config: Any) -> Callable[..., Any]:
+        """``k[threads, block]``, ``k[grid, block]`` (tuples, FE-24), and with dynamic
+        shared memory (FE-50) ``k[grid, block, shared]`` (``shared``: elements of the
+        kernel's ``shared(T)`` array) or numba's ``k[grid, block, stream, nbytes]``
+        (``stream`` 0 or None, ``nbytes`` a multiple of the element size)."""
+        config, dyn = _dynamic_config(self.name, config)
         threads, block = _config(config)
 
         def launcher(*args: Any, backend: str | None = None, **kwargs: Any) -> Any:
-            return self._start(args, kwargs, threads, block, backend)
+            return self._start(args, kwargs, threads, block, backend, dyn)
 
         return launcher
 
@@ -133,30 +138,34 @@ class KernelFunction:
         return bind_arguments(self.ir, args, kwargs)
 
     def launch(self, *args: Any, threads: Any = None, block: Any = 256, grid: Any = None,
-               backend: str | None = None, **kwargs: Any) -> Any:
+               backend: str | None = None, shared: Any = None, **kwargs: Any) -> Any:
         """Run the kernel over ``threads`` threads in blocks of ``block`` — or, with
         ``grid`` (FE-24), over a grid of 1 to 3 extents of blocks of ``block`` (an int or 1
-        to 3 extents); arrays are updated in place. Inside a ``pipeline()`` the launch is
-        recorded instead (and None returned)."""
+        to 3 extents); arrays are updated in place. ``shared`` is the extent in elements
+        of the kernel's dynamic shared array (``shared(T)``, FE-50). Inside a
+        ``pipeline()`` the launch is recorded instead (and None returned)."""
+        dyn = None if shared is None else ("elements", _shared_count(self.name, shared))
         if grid is not None:
             if threads is not None:
                 raise LaunchArgumentError(f"{self.name}.launch: give threads= or grid=, "
                                           "not both")
             return self._start(args, kwargs, _shape("grid", grid), _shape("block", block),
-                               backend)
+                               backend, dyn)
         if threads is None:
             raise LaunchArgumentError(f"{self.name}.launch: give threads= (or grid=)")
-        return self._start(args, kwargs, threads, block, backend)
+        return self._start(args, kwargs, threads, block, backend, dyn)
 
     def _start(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], threads: Any,
-               block: Any, backend: str | None) -> Any:
+               block: Any, backend: str | None,
+               dyn: tuple[str, int] | None = None) -> Any:
         threads, block = _config((threads, block))
+        shared = _dynamic_elements(self.ir, dyn)
         bound = self.bind(args, kwargs)
         active = RECORDER.get()
         if active is not None:
-            active.record(self, bound, threads, block, backend)
+            active.record(self, bound, threads, block, backend, shared)
             return None
-        return run_on(backend, self.ir, bound, threads, block)
+        return run_on(backend, self.ir, bound, threads, block, shared)
 
 
 def _check_function(fn: object, what: str) -> None:
@@ -200,6 +209,61 @@ def _shape(what: str, v: Any) -> tuple[int, ...]:
         raise LaunchArgumentError(f"the {what} must be a positive integer or a tuple of 1 to "
                                   f"3 positive integers, not {v!r}")
     return tuple(int(n) for n in ext)
+
+
+def _shared_count(name: str, v: Any, what: str = "shared") -> int:
+    if not isinstance(v, int | np.integer) or isinstance(v, bool) or not 0 <= v < 2 ** 31:
+        raise LaunchArgumentError(f"{name}: the {what} size must be an integer in "
+                                  f"0..{2 ** 31 - 1}, not {v!r}")
+    return int(v)
+
+
+def _dynamic_config(name: str, config: Any) -> tuple[Any, tuple[str, int] | None]:
+    """The launch configuration without its dynamic shared size (FE-50), and that size:
+    ``("elements", n)`` from ``[grid, block, n]``, ``("bytes", n)`` from numba's
+    ``[grid, block, stream, n]`` (``stream`` must be 0 or None: there are no streams)."""
+    if not isinstance(config, tuple) or len(config) <= 2:
+        return config, None
+    if len(config) == 3:
+        return config[:2], ("elements", _shared_count(name, config[2]))
+    if len(config) == 4:
+        stream = config[2]
+        if stream is not None and not (isinstance(stream, int) and stream == 0):
+            raise LaunchArgumentError(f"{name}[grid, block, stream, nbytes]: sarek_py has no "
+                                      f"streams, so stream must be 0 or None, not {stream!r}")
+        return config[:2], ("bytes", _shared_count(name, config[3], "dynamic shared bytes"))
+    raise LaunchArgumentError("write kernel[threads, block](...), kernel[grid, block, "
+                              "shared_elements](...) or numba's kernel[grid, block, 0, "
+                              f"shared_bytes](...), not {len(config)} values")
+
+
+def _dynamic_elements(k: Kernel, dyn: tuple[str, int] | None) -> int | None:
+    """The dynamic shared extent in elements of a launch of ``k`` (FE-50), checked: required
+    when ``k`` declares ``shared(T)``, refused otherwise; bytes must be whole elements."""
+    from sarek_py.ir.dynamic_shared import dynamic_shared, element_bytes
+
+    arr = dynamic_shared(k)
+    if arr is None:
+        if dyn is not None:
+            raise LaunchArgumentError(
+                f"kernel '{k.name}' declares no dynamic shared array (x = shared(T) without "
+                f"an extent), so its launch cannot give a shared size ({dyn[1]} {dyn[0]}): "
+                f"write kernel[grid, block](...) or kernel[threads, block](...)")
+        return None
+    if dyn is None:
+        raise LaunchArgumentError(
+            f"kernel '{k.name}' declares the dynamic shared array '{arr.name}' "
+            f"({arr.type}): give its size at launch, {k.name}[grid, block, elements](...), "
+            f"{k.name}[grid, block, 0, nbytes](...) or {k.name}.launch(..., shared=elements)")
+    kind, n = dyn
+    if kind == "elements":
+        return n
+    size = element_bytes(arr.scalar)
+    if n % size:
+        raise LaunchArgumentError(
+            f"kernel '{k.name}': {n} dynamic shared bytes are not a whole number of "
+            f"{arr.scalar} elements of '{arr.name}' ({size} bytes each)")
+    return n // size
 
 
 def _config(config: Any) -> tuple[Count, Count]:
@@ -284,15 +348,15 @@ def is_deep(k: Kernel) -> bool:
 
 
 def run_on(backend: str | None, k: Kernel, args: Mapping[str, ArgValue], threads: Count,
-           block: Count) -> Any:
+           block: Count, shared: int | None = None) -> Any:
     """Run ``k`` on the named backend (None: the runtime's default) (FE-16); tuples are a
-    grid and block shape (FE-24)."""
+    grid and block shape (FE-24); ``shared``: the dynamic shared extent (FE-50)."""
     runner = get_backend(backend).run_kernel
-    kw: dict[str, Any] = {}
+    kw: dict[str, Any] = {} if shared is None else {"shared": shared}
     if isinstance(threads, tuple) or isinstance(block, tuple):
         grid = threads if isinstance(threads, tuple) else (threads,)
         bshape = block if isinstance(block, tuple) else (block,)
-        kw = {"grid": grid, "block_shape": bshape}
+        kw.update(grid=grid, block_shape=bshape)
         threads, block = math.prod(grid) * math.prod(bshape), math.prod(bshape)
     if is_deep(k):
         return call_deep(runner, k, args, threads, block, **kw)

@@ -21,6 +21,7 @@ from sarek_py.ir.nodes import (
     Const,
     Expr,
     For,
+    Intrinsic,
     Let,
     Ref,
     Stmt,
@@ -101,7 +102,7 @@ class LoopTranslator(ExprTranslator, abc.ABC):
         if len(it.args) == 3:
             k = self.constant_int(it.args[2])
             if k is None:
-                raise self.err(it.args[2], "the step of range must be an integer constant")
+                return self.expr_step_loop(s, env)
             if k == 0:
                 raise self.err(it.args[2], "range() step must not be zero")
             step = k
@@ -146,6 +147,48 @@ class LoopTranslator(ExprTranslator, abc.ABC):
             loop = Let(stop_var, stop, loop, loc=loc)
         return Let(ctr, start, loop, loc=loc)
 
+    def expr_step_loop(self, s: ast.For, env: Env) -> Stmt:
+        """``range(a, b, s)`` with a step that is not a constant (FE-26): ``s`` and ``b``
+        are evaluated once, before the first iteration, as in Python. A step that is
+        positive by construction (a product of ``block_dim_*``/``grid_dim_*`` and positive
+        literals: the grid-stride idiom) gives ``while i_next < b``, the form the fusion
+        analyses recognise (LEG-21); any other step tests its sign at run time, and a zero
+        step runs no iteration (a kernel cannot raise Python's ``ValueError``)."""
+        it = s.iter
+        assert isinstance(it, ast.Call) and isinstance(s.target, ast.Name)
+        name = s.target.id
+        start, stop = self.pair(it.args[0], it.args[1], env, None, it)
+        t = self.scalar(start, it.args[0])
+        if not t.is_int:
+            raise self.err(it, f"range bounds must be integers, not {t}")
+        step = self.expr(it.args[2], env, t)
+        ts = self.scalar(step, it.args[2])
+        if ts is not t:
+            raise self.err(it.args[2], f"the step of range must be an integer of the bounds' "
+                           f"type {t}, not {ts} (write {t}(...) around it)")
+        v = Var(name, fresh_id(), t)
+        self.fixed[v.id] = "a loop variable"
+        body = self.loop_block(s.body, {**env, name: v})
+        env[name] = DeadLoopVar(self.src.loc(s).line)
+        loc = self.src.loc(s)
+        ctr = Var(self.fresh_name(f"{name}_next"), fresh_id(), t, mutable=True)
+        stop_var = Var(self.fresh_name(f"{name}_stop"), fresh_id(), t)
+        step_var = Var(self.fresh_name(f"{name}_step"), fresh_id(), t)
+        zero = Const(0, t)
+        below = Binary(BinaryOp.LT, Ref(ctr), Ref(stop_var))
+        test: Expr = below
+        if not _positive(step):
+            above = Binary(BinaryOp.GT, Ref(ctr), Ref(stop_var))
+            test = Binary(BinaryOp.OR,
+                          Binary(BinaryOp.AND, Binary(BinaryOp.GT, Ref(step_var), zero), below),
+                          Binary(BinaryOp.AND, Binary(BinaryOp.LT, Ref(step_var), zero), above))
+        advance = Assign(ctr, Binary(BinaryOp.ADD, Ref(ctr), Ref(step_var)))
+        step_body = (Let(v, Ref(ctr), seq(advance, body)) if has_continue(body)
+                     else seq(Let(v, Ref(ctr), body), advance))
+        loop: Stmt = While(test, step_body, loc=loc)
+        return Let(step_var, step, Let(stop_var, stop, Let(ctr, start, loop, loc=loc), loc=loc),
+                   loc=loc)
+
     def fresh_name(self, base: str) -> str:
         name, n = base, 1
         while name in self.names:
@@ -172,3 +215,16 @@ def _const_int(e: Expr) -> int | None:
         inner = _const_int(e.arg)
         return None if inner is None else -inner
     return None
+
+
+def _positive(e: Expr) -> bool:
+    """Whether ``e`` is positive by construction: a product of block and grid dimensions
+    (each at least 1 on every launch) and positive integer literals (FE-26)."""
+    match e:
+        case Const(value=int() as k):
+            return k > 0
+        case Intrinsic(name=n, args=()):
+            return n.startswith(("block_dim_", "grid_dim_"))
+        case Binary(op=BinaryOp.MUL, lhs=a, rhs=b):
+            return _positive(a) and _positive(b)
+    return False

@@ -74,13 +74,13 @@ class Pipeline:
     # --------------------------------------------------------------- recording
 
     def record(self, k: KernelFunction, args: dict[str, ArgValue], threads: Count,
-               block: Count, backend: str | None) -> None:
+               block: Count, backend: str | None, shared: int | None = None) -> None:
         """Record one launch (called by :meth:`KernelFunction.launch`)."""
         if backend is not None and backend != self.backend:
             raise SarekError(f"a launch of '{k.name}' asks for backend {backend!r} inside a "
                              f"pipeline running on {self.backend or 'the default backend'!r}: "
                              "give the backend to pipeline(backend=...) instead")
-        self.recorded.append(KernelLaunch(k.ir, threads, block, args))
+        self.recorded.append(KernelLaunch(k.ir, threads, block, args, shared=shared))
 
     def _backend(self) -> Any:
         return get_backend(self.backend)
@@ -129,7 +129,11 @@ def pipeline(backend: str | None = None, *, fuse: bool = True, force: bool = Fal
     return Pipeline(backend, fuse=fuse, force=force)
 
 
-def _shape_of(lc: Launch) -> dict[str, tuple[int, ...]]:
-    """The grid and block shape of an n-D launch as ``run_kernel`` keywords (FE-24)."""
+def _shape_of(lc: Launch) -> dict[str, Any]:
+    """The grid and block shape of an n-D launch (FE-24) and the dynamic shared extent
+    (FE-50) as ``run_kernel`` keywords."""
     shape = lc.shape()
-    return {} if shape is None else {"grid": shape[0], "block_shape": shape[1]}
+    kw: dict[str, Any] = {} if shape is None else {"grid": shape[0], "block_shape": shape[1]}
+    if lc.shared is not None:
+        kw["shared"] = lc.shared
+    return kw

@@ -114,5 +114,6 @@ class TranslatorState:
                     and isinstance(want, Scalar) and want.is_numeric
                     and (want.is_float or not self.literal_init[e.var.id])):
                 raise Retype(e.var, want)
+            src = ast.unparse(node) if isinstance(node, ast.expr) else "x"
             raise self.err(node, f"{what} must be {want}, not {t}: kernels have no implicit "
-                           f"conversion, cast it ({want}(x))")
+                           f"conversion, cast it ({want}({src}))")

@@ -26,7 +26,9 @@ from sarek_py.frontend.signature import is_none, scalar_annotation
 from sarek_py.frontend.signature import parameters as function_parameters
 from sarek_py.frontend.source import FrontendError, FunctionSource, load
 from sarek_py.frontend.unsupported import EXPRESSIONS, STATEMENTS
+from sarek_py.ir.atomics import ATOMIC_WORDS
 from sarek_py.ir.deep import depth_message, too_deep
+from sarek_py.ir.dynamic_shared import is_dynamic_shared
 from sarek_py.ir.nodes import (
     Assign,
     Barrier,
@@ -235,8 +237,10 @@ class StmtTranslator(LoopTranslator):
                 self.locals.append(v)
                 env[name] = v
                 continue
-            if isinstance(s, ast.Expr) and self.is_helper_call(s.value):
-                # a helper called for its effect: `let _ = h(...) in <rest>` (FE-11)
+            if isinstance(s, ast.Expr) and (self.is_helper_call(s.value)
+                                            or self.is_atomic_call(s.value)):
+                # a helper called for its effect: `let _ = h(...) in <rest>` (FE-11); an
+                # atomic whose old value is not used, the same way (FE-25)
                 call = self.expr(s.value, env)
                 v = Var("_", fresh_id(), self.scalar(call, s.value))
                 out.append(Let(v, call, self.block(rest, env, top=top), loc=self.src.loc(s)))
@@ -250,6 +254,19 @@ class StmtTranslator(LoopTranslator):
         if isinstance(node.func, ast.Name) and node.func.id in self.assigned:
             return False
         return isinstance(self.resolver.node(node.func), HelperLike)
+
+    def is_atomic_call(self, node: ast.expr) -> bool:
+        """Whether ``node`` calls an atomic (FE-25)."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)):
+            return False
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in self.assigned:
+            return False
+        obj = self.resolver.node(f)
+        if obj is MISSING and isinstance(f, ast.Name):
+            obj = STUBS.get(f.id, MISSING)
+        intr = as_intrinsic(obj)
+        return intr is not None and intr.name in ATOMIC_WORDS
 
     def declaration_kind(self, value: ast.expr) -> str | None:
         if not isinstance(value, ast.Call):
@@ -278,11 +295,21 @@ class StmtTranslator(LoopTranslator):
         if _assigns(name, rest):
             raise self.err(s, f"the {kind} array '{name}' is assigned again later: an array "
                            "name cannot be rebound")
-        if call.keywords or len(call.args) < 2:
+        if call.keywords or len(call.args) < (1 if kind == "shared" else 2):
             raise self.err(call, f"write {kind}(type, extent, ...) with constant extents, e.g. "
-                           f"{kind}(f32, 256)")
+                           f"{kind}(f32, 256)" + (", or shared(type) for a shared array "
+                                                  "sized at launch" if kind == "shared" else ""))
         elem = scalar_annotation(self.src, self.resolver, call.args[0],
                                   f"the element type of a {kind} array")
+        if len(call.args) == 1:  # FE-50: dynamic shared memory, sized by each launch
+            other = next((x for x in self.locals if is_dynamic_shared(x.type)), None)
+            if other is not None:
+                raise self.err(call, f"'{other.name}' is already the kernel's shared array "
+                               f"sized at launch: a kernel has at most one (IR-51)")
+            v = Var(name, fresh_id(), ArrayType(elem, MemSpace.SHARED, (0,), (None,)))
+            self.locals.append(v)
+            env[name] = v
+            return
         dims_nodes = call.args[1:]
         if len(dims_nodes) == 1 and isinstance(dims_nodes[0], ast.Tuple):
             dims_nodes = list(dims_nodes[0].elts)
@@ -291,7 +318,9 @@ class StmtTranslator(LoopTranslator):
             value = self.constant_int(d)
             if value is None or value <= 0:
                 raise self.err(d, f"the extent of a {kind} array must be a positive integer "
-                               "constant")
+                               "constant" + (" (write shared(type), without an extent, for "
+                                             "a shared array sized at launch)"
+                                             if kind == "shared" else ""))
             dims.append(value)
         space = MemSpace.SHARED if kind == "shared" else MemSpace.LOCAL
         v = Var(name, fresh_id(), ArrayType(elem, space, (0,) * len(dims), tuple(dims)))

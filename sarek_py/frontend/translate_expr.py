@@ -19,6 +19,7 @@ from sarek_py.frontend.intrinsics import STUBS
 from sarek_py.frontend.resolve import MISSING, as_intrinsic
 from sarek_py.frontend.scope import Env, Retype, is_literal
 from sarek_py.frontend.unsupported import EXPRESSIONS, describe
+from sarek_py.ir.casts import operands_hint
 from sarek_py.ir.intrinsics import MATH
 from sarek_py.ir.lexer import f32_from_decimal
 from sarek_py.ir.nodes import (
@@ -231,8 +232,9 @@ class ExprTranslator(CallTranslator):
                 if (isinstance(e, Ref) and e.var.id in self.literal_init and to.is_numeric
                         and (to.is_float or not self.literal_init[e.var.id])):
                     raise Retype(e.var, to)
+            cast = operands_hint(ast.unparse(a), ta, ast.unparse(b), tb)  # FE-40
             raise self.err(at, f"operands have different types {ta} and {tb}: kernels have no "
-                           f"implicit conversion, cast one of them (e.g. {tb}(x))")
+                           f"implicit conversion (cast: {cast})")
         return ea, eb
 
     def untyped(self, node: ast.expr) -> bool:

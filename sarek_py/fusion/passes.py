@@ -71,3 +71,14 @@ def _inline(m: Module, notes: list[str]) -> Module:
     from sarek_py.fusion.loops.inline import inline_module
 
     return inline_module(m, notes)
+
+
+@register_pass("thread-index", "write each kernel's thread element as global_idx_a (EF-20)")
+def _thread_index(m: Module, notes: list[str]) -> Module:
+    from sarek_py.ir.thread_index import canonical_thread_index
+
+    kernels = tuple(canonical_thread_index(k) for k in m.kernels)
+    if all(a is b for a, b in zip(kernels, m.kernels, strict=True)):
+        return m
+    out: Module = attrs.evolve(m, kernels=kernels)
+    return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sarek_py.host.parfor import parfor_kernel
+from sarek_py.ir.atomics import first_atomic
 from sarek_py.ir.diagnostics import CheckError
 from sarek_py.ir.host.launch import Launch, check_launch
 from sarek_py.ir.host.program import (
@@ -72,6 +73,11 @@ def check_program(program: Program) -> None:
     bounds and allocation bounds, argument types of calls, loops' kernels checked by the
     kernel checker, ``break``/``continue`` only inside sequential loops."""
     procs = {p.name: p for p in program.procedures}
+    held = first_atomic(program.body, program.procedures, program.helpers, into_kernels=False)
+    if held is not None:  # HP-20
+        raise CheckError(
+            f"{held.op.value} in a host program's statements, parallel loops or helpers: "
+            "atomics belong in the kernels the program launches", held.loc or program.loc)
 
     def go(s: HostStmt, in_loop: bool) -> None:
         match s:

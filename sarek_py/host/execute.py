@@ -57,6 +57,8 @@ class HostRun:
         grid, bshape = node.host_shape()  # an n-D launch's extents (LCH-28)
         grid_n = tuple(int(host_eval(e, env)) for e in grid) or None
         block_n = tuple(int(host_eval(e, env)) for e in bshape) or None
+        shared = (node.shared if node.shared is None or isinstance(node.shared, int)
+                  else int(host_eval(node.shared, env)))  # LCH-51
         k = node.kernel
         scratch: dict[str, int] = {}
         read_back: dict[str, int] = {}
@@ -85,7 +87,7 @@ class HostRun:
         try:
             pending = self.backend.start(k, args, threads, block, overwritten=overwritten,
                                          scratch=scratch, read_back=read_back,
-                                         grid=grid_n, block_shape=block_n)
+                                         grid=grid_n, block_shape=block_n, shared=shared)
         except FusionRefused as refusal:  # a fused kernel's launch conditions (LEG-14)
             refusal.loc = refusal.loc or node.loc
             raise

@@ -175,6 +175,7 @@ class Residency:
         threads = int(evaluate(s.thread_count, f))
         block = int(evaluate(s.block_size, f))
         grid = tuple(int(evaluate(e, f)) for e in s.grid) or None  # n-D (LCH-28)
+        shared = None if s.shared is None else int(evaluate(s.shared, f))  # LCH-51
         bshape = tuple(int(evaluate(e, f)) for e in s.block_shape) or None
         discard: set[int] = set()
         for v, c in zip(s.overwritten, s.overwritten_if, strict=True):
@@ -218,7 +219,8 @@ class Residency:
             self.stops.append(_PendingStop(s, status, threads))
         try:
             self.backend.launch(k, args, threads, block, status,
-                                check_races=self.check_races, grid=grid, block_shape=bshape)
+                                check_races=self.check_races, grid=grid, block_shape=bshape,
+                                shared=shared)
         except LaunchError as err:  # a launch the backend refuses: located at the statement
             err.loc = err.loc or s.loc
             raise

@@ -13,6 +13,7 @@ import attrs
 from sarek_py.ir.intrinsics import THREAD_INTRINSICS
 from sarek_py.ir.memo import IdentitiesCache
 from sarek_py.ir.nodes import (
+    Atomic,
     Call,
     Expr,
     HelperFunc,
@@ -69,6 +70,9 @@ def _local_helper(h: HelperFunc) -> HelperEffects:
             case Read(array=a) if a in pos:
                 reads.add(pos[a])
             case Store(array=a) if a in pos:
+                writes.add(pos[a])
+            case Atomic(array=a) if a in pos:  # EFF-12: an atomic reads and writes
+                reads.add(pos[a])
                 writes.add(pos[a])
             case Stop(code=code):
                 stop = True
@@ -188,6 +192,9 @@ def kernel_effects(node: Expr | Stmt, helpers: Mapping[str, HelperEffects]
             case Read(array=a):
                 reads.add(a)
             case Store(array=a):
+                writes.add(a)
+            case Atomic(array=a):  # EFF-12: an atomic reads and writes its array
+                reads.add(a)
                 writes.add(a)
             case Stop(code=code):
                 codes.add(code)

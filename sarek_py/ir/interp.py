@@ -20,14 +20,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sarek_py.ir.alloc import LANE_BYTES, check_bytes
+from sarek_py.ir.atomics import iter_atomics
 from sarek_py.ir.deep import deep
 from sarek_py.ir.diagnostics import InterpError
+from sarek_py.ir.dynamic_shared import dynamic_extent, is_dynamic_shared
 from sarek_py.ir.interp_exec import LOOP_BUDGET, Frame, Machine
 from sarek_py.ir.interp_geometry import Geometry
 from sarek_py.ir.interp_memory import ArrayStore, Memory
 from sarek_py.ir.interp_ops import Val
 from sarek_py.ir.launch_axes import check_launch_axes
-from sarek_py.ir.nodes import Call, Kernel, Ref, Store, Var, iter_stmts
+from sarek_py.ir.nodes import Call, Kernel, Ref, Stmt, Store, Var, iter_stmts
 from sarek_py.ir.requires_check import check_requires
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar
 from sarek_py.ir.visit import iter_exprs
@@ -64,6 +66,7 @@ def run_kernel(
     grid: tuple[int, ...] | None = None,
     block_shape: tuple[int, ...] | None = None,
     loop_budget: int = LOOP_BUDGET,
+    shared: int | None = None,
 ) -> InterpResult:
     """Run ``kernel`` with ``threads`` threads in blocks of ``block`` (INT-1).
 
@@ -74,18 +77,21 @@ def run_kernel(
     ``loop_budget`` bounds the loop iterations one launch may run, all loops together: a
     launch that needs more is stopped with an :class:`InterpError` (INT-22), so a loop
     that never ends is reported instead of hanging the caller.
+    ``shared`` is the extent in elements of the kernel's dynamic shared array
+    (``shared s : T[]``): required for such a kernel, refused for any other (LCH-50);
+    each block gets its own, uninitialised, ``shared`` elements (INT-50).
     """
     if kernel.requires is not None or kernel.ranges:  # launch conditions (LEG-14, LCH-25)
-        check_requires(kernel, args, threads, block, grid or block_shape)
+        check_requires(kernel, args, threads, block,
+                       (grid or (), block_shape or ()) if grid or block_shape else None)
     geo = _geometry(kernel, threads, block, grid, block_shape)
     check_launch_axes(kernel, grid, block_shape or (block,), threads)  # LCH-26
     with np.errstate(all="ignore"):
-        frame, shared, writebacks = _bind(kernel, args, geo)
-        helper_stores = any(
-            isinstance(s, Store) for h in kernel.helpers for s in iter_stmts(h.body)
-        )
+        frame, shared_stores, writebacks = _bind(kernel, args, geo,
+                                                 dynamic_extent(kernel, shared))
+        helper_stores = any(_stores(h.body) for h in kernel.helpers)
         memory = Memory(geo, check_races, copy_reads=helper_stores)
-        machine = Machine(kernel, geo, memory, frame, shared, loop_budget)
+        machine = Machine(kernel, geo, memory, frame, shared_stores, loop_budget)
         try:
             codes = machine.run()
         finally:
@@ -140,7 +146,7 @@ def _geometry(
 
 
 def _bind(
-    kernel: Kernel, args: Mapping[str, ArgValue], geo: Geometry
+    kernel: Kernel, args: Mapping[str, ArgValue], geo: Geometry, dynamic: int | None = None
 ) -> tuple[Frame, list[ArrayStore], list[tuple[NDArray[np.generic], NDArray[np.generic]]]]:
     """The kernel's frame: parameters checked and bound, locals zeroed, shared allocated."""
     names = [p.name for p in kernel.params]
@@ -169,6 +175,8 @@ def _bind(
         if isinstance(t, Scalar):
             scalars[v] = None if t is Scalar.UNIT else t.dtype.type(0)
             continue
+        if is_dynamic_shared(t) and dynamic is not None:  # sized by the launch (INT-50)
+            t = attrs.evolve(t, shape=(dynamic,))
         if not t.is_constant_shape:
             raise InterpError(
                 f"kernel {kernel.name}: local array '{v.name}' needs constant extents"
@@ -252,8 +260,14 @@ def _maybe_written(kernel: Kernel) -> set[Var]:
     for s in iter_stmts(kernel.body):
         if isinstance(s, Store):
             out.add(s.array)
-    if any(isinstance(s, Store) for h in kernel.helpers for s in iter_stmts(h.body)):
+    out.update(a.array for a in iter_atomics(kernel.body))  # an atomic stores (INT-28)
+    if any(_stores(h.body) for h in kernel.helpers):
         for e in iter_exprs(kernel.body):
             if isinstance(e, Call):
                 out.update(a.var for a in e.args if isinstance(a, Ref) and a.var.is_array)
     return out
+
+
+def _stores(body: Stmt) -> bool:
+    """Whether ``body`` stores into an array, with a store or an atomic."""
+    return any(isinstance(s, Store) for s in iter_stmts(body)) or bool(iter_atomics(body))

@@ -25,6 +25,7 @@ from sarek_py.ir.interp_ops import LaneFault, Mask, Val
 from sarek_py.ir.intrinsics import THREAD_INTRINSICS
 from sarek_py.ir.nodes import (
     Assign,
+    Atomic,
     Barrier,
     Binary,
     BinaryOp,
@@ -301,6 +302,17 @@ class Machine:
         m = self.live(m)
         addr = self.mem.address(st, idx, m, "read")
         return self.mem.read(st, addr, m)
+
+    def _atomic(self, e: Atomic, m: Mask) -> Val:
+        """An atomic: indices, then the expected value, then the operand, then the update
+        of every active lane in thread order (INT-27)."""
+        st = self.array(e.array, e.loc)
+        idx = [self.ev(i, m) for i in e.index]
+        cmp = None if e.compare is None else _own(self.ev(e.compare, m))
+        val = _own(self.ev(e.value, m))
+        m = self.live(m)
+        addr = self.mem.address(st, idx, m, e.op.value)
+        return self.mem.atomic(st, addr, e.op, val, cmp, m)
 
     def _cast(self, e: Cast, m: Mask) -> Val:
         return ops.cast(self.ev(e.arg, m), e.to, self.live(m))
@@ -609,6 +621,7 @@ _EV: dict[type, Callable[[Machine, Any, Mask], Any]] = {
     Const: Machine._const, Ref: Machine._ref, Unary: Machine._unary, Binary: Machine._binary,
     Read: Machine._read, Cast: Machine._cast, Cond: Machine._cond,
     Intrinsic: Machine._intrinsic, Call: Machine._call, Length: Machine._length,
+    Atomic: Machine._atomic,
 }
 _EX: dict[type, Callable[[Machine, Any, Mask], Mask]] = {
     Let: Machine._let, Assign: Machine._assign, Store: Machine._store, Seq: Machine._seq,

@@ -24,9 +24,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from sarek_py.ir.interp_atomics import apply as apply_atomic
 from sarek_py.ir.interp_geometry import Geometry
 from sarek_py.ir.interp_ops import LaneFault, Mask, Val, first_lane, lane_value
 from sarek_py.ir.interp_scratch import scratch
+from sarek_py.ir.nodes import AtomicOp
 from sarek_py.ir.types import MemSpace, Scalar
 
 Addr = int | NDArray[Any]
@@ -75,6 +77,9 @@ class ArrayStore:
         #: False for none, True for every lane, or a lane mask
         self.ident_written: NDArray[np.bool_] | bool = False
         self.ident_read: NDArray[np.bool_] | bool = False
+        #: the thread that updated each element atomically (-1 none, -2 several), made at
+        #: the array's first atomic (INT-28)
+        self.atomic: NDArray[np.int32] | None = None
         self.init: NDArray[np.bool_] | None = (
             np.zeros(data.size, dtype=np.bool_) if space is MemSpace.SHARED else None
         )
@@ -266,10 +271,73 @@ class Memory:
             else:
                 st.init[addr[mask]] = True
 
+    def atomic(self, st: ArrayStore, addr: Addr, op: AtomicOp, value: Val,
+               compare: Val | None, mask: Mask) -> Val:
+        """The atomic ``op`` on ``st[addr]`` in the active lanes, in thread order (INT-27);
+        the old value of each lane (zero in inactive lanes)."""
+        geo = self.geo
+        out = np.zeros(geo.threads, dtype=st.data.dtype)
+        lanes = geo.lane_ids if mask is None else np.flatnonzero(mask)
+        if lanes.size == 0:
+            return out
+        if isinstance(addr, int):
+            full = np.full(lanes.size, addr, dtype=np.int64)
+        else:
+            full = np.asarray(addr, dtype=np.int64)[lanes]
+        if st.init is not None:  # an atomic reads the element first (INT-19)
+            ok = st.init[full]
+            if not ok.all():
+                k = int(np.argmax(~ok))
+                raise LaneFault(f"{op.value} of uninitialised element "
+                                f"{st.element(int(full[k]))} of {st.describe()}", int(lanes[k]))
+        if self.check_races and st.space is not MemSpace.LOCAL:
+            self._note_atomic(st, full, lanes.astype(np.int32), op)
+        v = value[lanes] if isinstance(value, np.ndarray) else value
+        c = compare[lanes] if isinstance(compare, np.ndarray) else compare
+        out[lanes] = apply_atomic(op, st.data, full, v, c)
+        return out
+
+    def _note_atomic(self, st: ArrayStore, a: NDArray[np.int64], t: NDArray[np.int32],
+                     op: AtomicOp) -> None:
+        """INT-28: an atomic races with a plain read or store of the same element by
+        another thread, never with another atomic."""
+        self._materialize(st)
+        for tracker, what in ((st.writer, "was stored by"), (st.reader, "was read by")):
+            if tracker is None:
+                continue
+            other = tracker[a]
+            bad = (other != _NONE) & (other != t)
+            if bad.any():
+                k = int(np.argmax(bad))
+                raise self._race(st, int(a[k]), int(t[k]), int(other[k]),
+                                 f"updates it with {op.value} after it {what}")
+        if st.atomic is None:
+            st.atomic = np.full(st.data.size, _NONE, dtype=np.int32)
+        cur = st.atomic[a]
+        st.atomic[a] = np.where((cur == _NONE) | (cur == t), t, _MANY).astype(np.int32)
+        dup = _duplicate(a)
+        if dup is not None:
+            keys = np.unique(a)
+            counts = np.bincount(np.searchsorted(keys, a), minlength=keys.size)
+            st.atomic[keys[counts > 1]] = _MANY
+
+    def _atomic_conflict(self, st: ArrayStore, a: Any, t: Any, what: str) -> None:
+        """INT-28: a plain access of an element another thread updated atomically."""
+        if st.atomic is None:
+            return
+        u = st.atomic[a]
+        bad = (u != _NONE) & (u != t)
+        if np.any(bad):
+            k = int(np.argmax(bad)) if isinstance(bad, np.ndarray) and bad.ndim else 0
+            addr = self._at(a, k) if not isinstance(a, (int, np.integer)) else int(a)
+            who = int(u[k]) if isinstance(u, np.ndarray) and u.ndim else int(u)
+            lane = int(t[k]) if isinstance(t, np.ndarray) and t.ndim else int(t)
+            raise self._race(st, addr, lane, who, f"{what} after it was updated atomically by")
+
     def barrier(self, blocks: NDArray[np.bool_] | None, shared: list[ArrayStore]) -> None:
         """Forget the shared accesses of the blocks that passed a barrier (INT-18)."""
         for st in shared:
-            for tr in (st.writer, st.reader):
+            for tr in (st.writer, st.reader, st.atomic):
                 if tr is None:
                     continue
                 if blocks is None:
@@ -322,7 +390,7 @@ class Memory:
         st.ident_written = st.ident_read = False
 
     def _note_read(self, st: ArrayStore, addr: Addr, mask: Mask) -> None:
-        if st.writer is None and st.reader is None:
+        if st.writer is None and st.reader is None and st.atomic is None:
             if st.ident_written is False and not st.track_reads:
                 return  # nothing stored yet and nobody will store: nothing to record
             if addr is self.geo.lane_ids:
@@ -335,6 +403,7 @@ class Memory:
             lanes = self.geo.lane_ids if mask is None else np.flatnonzero(mask)
             if lanes.size == 0:
                 return
+            self._atomic_conflict(st, np.full(lanes.size, addr), lanes, "reads it")
             if st.writer is not None:
                 w = int(st.writer[addr])
                 if w >= 0:
@@ -351,6 +420,7 @@ class Memory:
                 st.reader[addr] = t0 if single else _MANY
             return
         a, t = self._active(addr, mask)
+        self._atomic_conflict(st, a, t, "reads it")
         if st.writer is not None:
             w = st.writer[a]
             bad = (w >= 0) & (w != t)
@@ -373,7 +443,8 @@ class Memory:
                     st.reader[keys[counts > 1]] = _MANY
 
     def _note_write(self, st: ArrayStore, addr: Addr, mask: Mask) -> None:
-        if st.writer is None and st.reader is None and addr is self.geo.lane_ids:
+        if (st.writer is None and st.reader is None and st.atomic is None
+                and addr is self.geo.lane_ids):
             st.ident_written = self._lanes_union(st.ident_written, mask)
             return
         self._materialize(st)
@@ -387,6 +458,7 @@ class Memory:
             t = lanes.astype(np.int32)
         else:
             a, t = self._active(addr, mask)
+        self._atomic_conflict(st, a, t, "stores it")
         if st.reader is not None:
             r = st.reader[a]
             bad = (r != _NONE) & (r != t)

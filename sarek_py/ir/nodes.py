@@ -247,8 +247,35 @@ class Length:
     loc: Loc | None = _loc()
 
 
-Expr = Const | Ref | Unary | Binary | Read | Cast | Cond | Intrinsic | Call | Length
-EXPR_TYPES: tuple[type, ...] = (Const, Ref, Unary, Binary, Read, Cast, Cond, Intrinsic, Call, Length)
+class AtomicOp(enum.Enum):
+    """The atomic read-modify-write operations (IR-33); the value is the text's word."""
+
+    ADD = "atomic_add"
+    MIN = "atomic_min"
+    MAX = "atomic_max"
+    EXCH = "atomic_exch"
+    CAS = "atomic_cas"
+
+
+@attrs.frozen
+class Atomic:
+    """``atomic_add(a[i], v)``, ``atomic_cas(a[i], expected, desired)`` …: one indivisible
+    read-modify-write of the element ``array[index]`` of a global or shared array; its
+    value is the element's old value (IR-33). ``compare`` is the expected value of
+    ``atomic_cas`` and ``None`` for the other operations. An atomic is the whole value of
+    a ``let`` or an assignment, nowhere else (IR-34)."""
+
+    op: AtomicOp
+    array: Var
+    index: tuple[Expr, ...]
+    value: Expr
+    compare: Expr | None = None
+    loc: Loc | None = _loc()
+
+
+Expr = Const | Ref | Unary | Binary | Read | Cast | Cond | Intrinsic | Call | Length | Atomic
+EXPR_TYPES: tuple[type, ...] = (Const, Ref, Unary, Binary, Read, Cast, Cond, Intrinsic, Call, Length,
+                                Atomic)
 
 
 # ----------------------------------------------------------------------------- statements

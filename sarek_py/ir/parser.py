@@ -23,8 +23,10 @@ from typing import TypeVar
 
 import attrs
 
+from sarek_py.ir.atomics import ATOMIC_WORDS, arity
 from sarek_py.ir.deep import MAX_DEPTH, MAX_NESTING, call_deep, depth_message, too_deep
 from sarek_py.ir.diagnostics import ParseError
+from sarek_py.ir.dynamic_shared import is_dynamic_shared, local_extent_problem
 from sarek_py.ir.intrinsics import MATH, THREAD_INTRINSICS
 from sarek_py.ir.lexer import (
     EOF,
@@ -42,6 +44,8 @@ from sarek_py.ir.lexer import (
 )
 from sarek_py.ir.nodes import (
     Assign,
+    Atomic,
+    AtomicOp,
     Barrier,
     Binary,
     BinaryOp,
@@ -151,6 +155,8 @@ def natural_type(e: Expr) -> Type | None:
             return r
         case Length():
             return Scalar.I32
+        case Atomic(array=a):
+            return a.scalar
     raise TypeError(f"not an expression: {e!r}")
 
 
@@ -510,6 +516,8 @@ class Parser:
         if name in THREAD_INTRINSICS:
             raise self.error(f"thread intrinsic '{name}' takes no arguments: write '{name}'",
                              tok)
+        if name in ATOMIC_WORDS and name not in self.functions:
+            return self.parse_atomic(tok, ATOMIC_WORDS[name])
         if name not in MATH and name not in self.functions:
             raise self.error(f"unknown function '{name}' (helpers are declared before use)",
                              tok)
@@ -526,6 +534,30 @@ class Parser:
                              f"{'s' * (len(h.params) != 1)}, given {len(args)}", tok)
         self.calls.add(name)
         return self.deeper(Call(name, args, h.result, loc=loc), tok, *args)
+
+    def parse_atomic(self, tok: Token, op: AtomicOp) -> Expr:
+        """``atomic_add(a[i], v)`` … ``atomic_cas(a[i], expected, desired)`` (TXT-38)."""
+        name, loc = tok.text, self.loc(tok)
+        self.expect("(", f"after '{name}'")
+        shape = (f"'{name}(a[i], expected, desired)'" if op is AtomicOp.CAS
+                 else f"'{name}(a[i], v)'")
+        if not (self.at(NAME) and self.peek(1).kind == "["):
+            raise self.error(f"the first argument of '{name}' is an array element, as in "
+                             f"{shape}")
+        arr_tok = self.advance()
+        arr = self.lookup(arr_tok)
+        index = self.parse_index(arr_tok)
+        operands: list[Expr] = []
+        for _ in range(arity(op)):
+            self.expect(",", f"in {shape}")
+            operands.append(self.parse_raw_expr())
+        if self.at(","):
+            raise self.error(f"'{name}' takes {1 + arity(op)} arguments: {shape}")
+        self.expect(")", f"to close the arguments of '{name}'")
+        value = operands[-1]
+        compare = operands[0] if op is AtomicOp.CAS else None
+        kids = (*index, *operands)
+        return self.deeper(Atomic(op, arr, index, value, compare, loc=loc), tok, *kids)
 
     # ----------------------------------------------------------------- literal typing
     def coerce(self, e: Expr, expected: Scalar | None) -> Expr:
@@ -561,6 +593,12 @@ class Parser:
                     return e
                 t = _scalar_or_none(natural_type(e)) or expected
                 return attrs.evolve(e, args=tuple(self.coerce(a, t) for a in args))
+            case Atomic(array=a, index=idx, value=v, compare=c):
+                elem = a.scalar if a.scalar is not Scalar.UNIT else None
+                return attrs.evolve(
+                    e, index=tuple(self.coerce(i, None) for i in idx),
+                    value=self.coerce(v, elem),
+                    compare=None if c is None else self.coerce(c, elem))
             case Call(func=f, args=args):
                 params = self.functions[f].params if f in self.functions else ()
                 types = [_scalar_or_none(p.type) for p in params]
@@ -809,7 +847,11 @@ class Parser:
         space = MemSpace.SHARED if tok.kind == "shared" else MemSpace.LOCAL
         if not self.at("["):
             raise self.unexpected(f"'[' (a {tok.kind} declaration is an array)")
-        return self.bind(name, self.parse_dims(space, elem, tok), mutable=True, distinct=True)
+        t = self.parse_dims(space, elem, tok)
+        why = local_extent_problem(name.text, t)  # IR-50
+        if why is not None:
+            raise self.error(why, name)
+        return self.bind(name, t, mutable=True, distinct=True)
 
     def parse_kernel(self) -> Kernel:
         """``'kernel' NAME '(' params ')' decl* '=' seq`` (TXT-16)."""
@@ -827,7 +869,14 @@ class Parser:
                     self, params, lambda: self.parse_range_condition(params))
             decls: list[Var] = []
             while self.at("shared", "local", "var"):
+                at = self.peek()
                 decls.append(self.parse_decl())
+                first = next((v for v in decls if is_dynamic_shared(v.type)), None)
+                if first is not None and first is not decls[-1] \
+                        and is_dynamic_shared(decls[-1].type):  # IR-51
+                    raise self.error(
+                        f"shared arrays '{first.name}' and '{decls[-1].name}' are both sized "
+                        "at launch: a kernel has at most one dynamic shared array", at)
             if not self.at("="):
                 raise self.unexpected(f"'=' or a declaration (shared, local, var) before the "
                                       f"body of kernel '{name.text}'")

@@ -15,6 +15,7 @@ import numpy as np
 from sarek_py.ir.intrinsics import THREAD_INTRINSICS
 from sarek_py.ir.nodes import (
     Assign,
+    Atomic,
     Barrier,
     Binary,
     BinaryOp,
@@ -165,6 +166,10 @@ def _expr(e: Expr) -> tuple[str, int]:
             return f"{f}({', '.join(print_expr(a) for a in args)})", ATOM_PREC
         case Length(array=a, dim=d):
             return (f"length({a.name})" if d == 0 else f"length({a.name}, {d})"), ATOM_PREC
+        case Atomic(op=op, array=a, index=idx, value=v, compare=c):  # IR-33, TXT-38
+            element = f"{a.name}[{', '.join(print_expr(i) for i in idx)}]"
+            operands = [print_expr(v)] if c is None else [print_expr(c), print_expr(v)]
+            return f"{op.value}({element}, {', '.join(operands)})", ATOM_PREC
     raise TypeError(f"not an expression: {e!r}")
 
 

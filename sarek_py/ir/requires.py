@@ -52,6 +52,26 @@ class FusionStep:
                           prefix + self.count, th)  # type: ignore[arg-type]
 
 
+@attrs.frozen
+class ThreadStep:
+    """One thread-wise fusion the kernel results from (LEG-30): each thread runs the
+    producer's body, then the consumer's, on the launch shape both had. Proved for every
+    launch shape (with the kernel's ``range(...)`` conditions over its scalar arguments),
+    so a launch only checks its buffers (LEG-15), those conditions (LCH-25) and that it
+    has no more dimensions than ``dims`` (the proof's)."""
+
+    producer: str
+    consumer: str
+    #: the launch dimensions the proof took: axes from ``dims`` on have one thread
+    dims: int = 3
+
+    def renamed(self, prefix: str) -> ThreadStep:
+        return self
+
+
+Step = FusionStep | ThreadStep
+
+
 def _classes(v: Any) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(c) for c in v)
 
@@ -65,7 +85,7 @@ class FusionRequires:
     memory range, shape, strides and dtype). Every two array parameters that are not in
     one group must be bound to buffers that do not overlap at all."""
 
-    steps: tuple[FusionStep, ...]
+    steps: tuple[Step, ...]
     same: tuple[tuple[str, ...], ...] = attrs.field(default=(), converter=_classes)
 
     def group_of(self, name: str) -> tuple[str, ...]:
@@ -77,4 +97,11 @@ class FusionRequires:
                               tuple(tuple(prefix + n for n in g) for g in self.same))
 
 
-__all__ = ["Count", "FusionRequires", "FusionStep"]
+    @property
+    def threadwise(self) -> bool:
+        """Whether every step is thread-wise (LEG-30): such a kernel may be launched with
+        a grid and block shape."""
+        return all(isinstance(s, ThreadStep) for s in self.steps)
+
+
+__all__ = ["Count", "FusionRequires", "FusionStep", "Step", "ThreadStep"]

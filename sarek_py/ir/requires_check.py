@@ -42,6 +42,7 @@ from sarek_py.ir.nodes import (
     Var,
 )
 from sarek_py.ir.printer import print_expr
+from sarek_py.ir.requires import FusionRequires, ThreadStep
 from sarek_py.ir.typeof import type_of
 from sarek_py.ir.types import Scalar
 
@@ -65,7 +66,9 @@ def check_requires(kernel: Kernel, args: Mapping[str, Any], threads: int, block:
     check_ranges(kernel, args)
     if kernel.requires is None:
         return
-    if shaped is not None:
+    if kernel.requires.threadwise:
+        _check_dims(kernel, kernel.requires, shaped)
+    elif shaped is not None:
         raise SarekError(f"[LEG-14] kernel {kernel.name} is a fused kernel with launch "
                          "conditions: launch it in one dimension (threads and block), "
                          f"not with the grid or block shape {shaped}")
@@ -73,6 +76,22 @@ def check_requires(kernel: Kernel, args: Mapping[str, Any], threads: int, block:
         raise SarekError(f"kernel {kernel.name} is a fused kernel with launch conditions, "
                          "and no checker of them is loaded (import sarek_py.fusion)")
     _CHECKERS[0](kernel, args, threads, block)
+
+
+def _check_dims(kernel: Kernel, req: FusionRequires, shaped: object) -> None:
+    """A thread-wise fused kernel runs on launches of at most the dimensions its proof
+    took (LEG-30): every axis from there on has extent 1 in the grid and the block."""
+    dims = min(s.dims for s in req.steps if isinstance(s, ThreadStep))
+    shapes = shaped if isinstance(shaped, tuple) else ()
+    for ext in shapes:
+        if not isinstance(ext, tuple):
+            continue
+        for axis, n in enumerate(ext):
+            if axis >= dims and n != 1:
+                raise SarekError(
+                    f"[LEG-30] kernel {kernel.name} is a thread-wise fusion proved for "
+                    f"launches of {dims} dimension{'s' if dims > 1 else ''}; this launch "
+                    f"has extent {n} along {'xyz'[axis]} (grid and block {shaped})")
 
 
 #: the scalar types a condition computes in (integers and ``bool``; no float rounding)

@@ -9,7 +9,7 @@ from typing import Any
 
 from sarek_py.ir.lexer import INT, NAME
 from sarek_py.ir.nodes import Expr
-from sarek_py.ir.requires import Count, FusionRequires, FusionStep
+from sarek_py.ir.requires import Count, FusionRequires, FusionStep, Step, ThreadStep
 from sarek_py.ir.types import ArrayType, Scalar
 
 
@@ -19,11 +19,15 @@ def format_requires(req: FusionRequires | None, ranges: Sequence[str] = ()) -> s
         requires fused(scale, relu, p_y, ep_tc) same(p_x, p_w)
         requires range(lo_1 >= -2147483647, hi_1 <= 2147483645)
 
-    ``fused(P, C, array, count[, tp, tc])`` per step, outermost first; ``same(a, b, …)``
+    ``fused(P, C, array, count[, tp, tc])`` per epilogue step, ``threadwise(P, C)`` per
+    thread-wise one (LEG-30), outermost first; ``same(a, b, …)``
     per group of parameters bound to one buffer; ``range(c, …)`` the conditions over the
     scalar arguments (``ranges``: their printed text), when there are any."""
     items = []
     for s in req.steps if req is not None else ():
+        if isinstance(s, ThreadStep):
+            items.append(f"threadwise({s.producer}, {s.consumer}, {s.dims})")
+            continue
         fields = [s.producer, s.consumer, s.array, s.count]
         if s.threads is not None:
             fields += [str(t) for t in s.threads]
@@ -59,17 +63,26 @@ def parse_requires(p: Any, params: tuple[Any, ...], condition: Callable[[], Expr
             return int(p.advance().value)
         return param("int", "(a thread count: a number or an integer parameter)")
 
-    steps: list[FusionStep] = []
+    steps: list[Step] = []
     same: list[tuple[str, ...]] = []
     ranges: list[Expr] = []
     same_word = None
-    while p.at(NAME) and p.peek().text in ("fused", "same", "range"):
+    while p.at(NAME) and p.peek().text in ("fused", "threadwise", "same", "range"):
         word = p.advance()
         p.expect("(", f"after '{word.text}'")
         if word.text == "range":
             ranges.append(condition())
             while p.accept(","):
                 ranges.append(condition())
+        elif word.text == "threadwise":
+            prod = str(p.expect_name("(the producer's name)").text)
+            p.expect(",", "after the producer's name")
+            cons = str(p.expect_name("(the consumer's name)").text)
+            p.expect(",", "after the consumer's name")
+            tok = p.peek()
+            if not p.at(INT) or not 1 <= int(tok.value) <= 3:
+                raise p.error("threadwise(...) ends with the launch dimensions, 1 to 3", tok)
+            steps.append(ThreadStep(prod, cons, int(p.advance().value)))
         elif word.text == "fused":
             prod = str(p.expect_name("(the producer's name)").text)
             p.expect(",", "after the producer's name")

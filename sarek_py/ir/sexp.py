@@ -30,15 +30,15 @@ import attrs
 
 from sarek_py.ir import nodes
 from sarek_py.ir.diagnostics import ParseError
-from sarek_py.ir.nodes import BinaryOp, Loc, UnaryOp, Var, reserve_ids
-from sarek_py.ir.requires import FusionRequires, FusionStep
+from sarek_py.ir.nodes import AtomicOp, BinaryOp, Loc, UnaryOp, Var, reserve_ids
+from sarek_py.ir.requires import FusionRequires, FusionStep, ThreadStep
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar
 
 #: the classes a dump may name, by name
 NODE_CLASSES: dict[str, type] = {
     c.__name__: c
     for c in (*nodes.EXPR_TYPES, *nodes.STMT_TYPES, nodes.HelperFunc, nodes.Kernel,
-              nodes.Module, Var, ArrayType, FusionRequires, FusionStep)
+              nodes.Module, Var, ArrayType, FusionRequires, FusionStep, ThreadStep)
 }
 
 
@@ -48,7 +48,7 @@ def _enum_word(m: enum.Enum) -> str:
 
 #: enum members by the keyword that spells them (``:f32``, ``:shared``, ``:ADD``)
 ENUM_WORDS: dict[str, enum.Enum] = {}
-for _cls in (Scalar, MemSpace, UnaryOp, BinaryOp):
+for _cls in (Scalar, MemSpace, UnaryOp, BinaryOp, AtomicOp):
     for _m in _cls:
         assert _enum_word(_m) not in ENUM_WORDS, _m
         ENUM_WORDS[_enum_word(_m)] = _m

@@ -11,11 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
+from sarek_py.ir.atomics import ATOMIC_TYPES
+from sarek_py.ir.casts import operands_hint, value_hint
 from sarek_py.ir.deep import deep
 from sarek_py.ir.diagnostics import CheckError
+from sarek_py.ir.dynamic_shared import is_dynamic_shared, local_extent_problem
 from sarek_py.ir.intrinsics import MATH, THREAD_INTRINSICS
 from sarek_py.ir.nodes import (
     Assign,
+    Atomic,
     Barrier,
     Binary,
     BinaryOp,
@@ -49,6 +53,7 @@ from sarek_py.ir.nodes import (
     Var,
     While,
 )
+from sarek_py.ir.printer import print_expr
 from sarek_py.ir.requires_check import range_problem
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar, Type
 from sarek_py.ir.visit import ends_every_path, iter_nodes
@@ -228,6 +233,7 @@ class _Checker:
 
     def declare_locals(self, locs: Sequence[Var]) -> None:
         taken = set(v.name for v in self.scope.values())
+        dynamic: str | None = None
         for v in locs:
             if v.name in taken:
                 raise self.error(f"duplicate local name '{v.name}'")
@@ -237,10 +243,16 @@ class _Checker:
                     raise self.error(
                         f"local '{v.name}' is a global array: a kernel declares only "
                         "shared and local arrays")
-                if not v.type.is_constant_shape:
-                    raise self.error(
-                        f"{v.type.space} array '{v.name}' needs constant extents, has "
-                        f"{v.type}")
+                why = local_extent_problem(v.name, v.type)  # IR-50
+                if why is not None:
+                    raise self.error(why)
+                if is_dynamic_shared(v.type):
+                    if dynamic is not None:  # IR-51
+                        raise self.error(
+                            f"shared arrays '{dynamic}' and '{v.name}' are both sized at "
+                            "launch: a kernel has at most one dynamic shared array (give "
+                            "the others constant extents, or take them as slices of one)")
+                    dynamic = v.name
             else:
                 if v.type is Scalar.UNIT:
                     raise self.error(f"local '{v.name}' has type unit")
@@ -280,7 +292,7 @@ class _Checker:
                     raise self.error(f"'let {v.name}' binds an array: arrays are not values", s)
                 if v.mutable and v.type is Scalar.UNIT:
                     raise self.error(f"'let mut {v.name}' has type unit", s)
-                t = self.expr(e)
+                t = self.value(e)
                 if t != v.type:
                     raise self.error(
                         f"'let {v.name} : {v.type}' is given a value of type {_desc(t)}", s)
@@ -296,10 +308,12 @@ class _Checker:
                     raise self.error(
                         f"assignment to immutable variable '{v.name}' (only 'let mut' "
                         "variables and kernel locals can be assigned)", s)
-                t = self.expr(e)
+                t = self.value(e)
                 if t != v.type:
-                    raise self.error(
-                        f"assignment of a {_desc(t)} value to '{v.name}' of type {v.type}", s)
+                    hint = value_hint(print_expr(e), t, v.type) if isinstance(
+                        t, Scalar) and isinstance(v.type, Scalar) else ""
+                    raise self.error(f"assignment of a {_desc(t)} value to '{v.name}' of type "
+                                     f"{v.type}{hint}", s)
             case Store(array=a, index=idx, value=e):
                 at = self.array(a, s, "store into element")
                 if self.pure:
@@ -308,9 +322,11 @@ class _Checker:
                 self.indices(a, at, idx, s)
                 t = self.expr(e)
                 if t != at.elem:
+                    hint = value_hint(print_expr(e), t, at.elem) if isinstance(t, Scalar) \
+                        else ""
                     raise self.error(
                         f"store of a {_desc(t)} value into '{a.name}' of element type "
-                        f"{at.elem}", s)
+                        f"{at.elem}{hint}", s)
             case Seq(stmts=ss):
                 for x in ss:
                     self.stmt(x)
@@ -414,6 +430,44 @@ class _Checker:
 
     # -- expressions
 
+    def value(self, e: Expr) -> Type:
+        """The type of the value of a ``let`` or an assignment: the one place an atomic
+        may stand (IR-34)."""
+        if isinstance(e, Atomic):
+            with self.at(e):
+                return self.atomic(e)
+        return self.expr(e)
+
+    def atomic(self, e: Atomic) -> Scalar:
+        """IR-33: an atomic updates an element of a global or shared array of ``i32``,
+        ``i64``, ``f32`` or ``f64`` with operands of the element's type."""
+        word, a = e.op.value, e.array
+        at = self.array(a, e, f"{word} of an element")
+        if at.space is MemSpace.LOCAL:
+            raise self.error(
+                f"{word} on local array '{a.name}': atomics update global or shared arrays "
+                f"(a local array belongs to one thread: update it with a plain store, "
+                f"{a.name}[i] <- ...)", e)
+        if at.elem not in ATOMIC_TYPES:
+            raise self.error(
+                f"{word} on '{a.name}' of element type {at.elem}: atomics take i32, i64, "
+                "f32 or f64 elements", e)
+        if self.pure:
+            raise self.error(
+                f"pure helper '{self._hname()}' updates array '{a.name}' with {word}", e)
+        self.indices(a, at, e.index, e)
+        operands = [("value", e.value)] if e.compare is None else [
+            ("expected value", e.compare), ("new value", e.value)]
+        for what, x in operands:
+            t = self.expr(x)
+            if t != at.elem:
+                hint = (f": cast it, {at.elem}(...)" if isinstance(t, Scalar) and t.is_numeric
+                        else "")
+                raise self.error(
+                    f"{word} {what} has type {_desc(t)}, '{a.name}' has element type "
+                    f"{at.elem} (no implicit conversion{hint})", x)
+        return at.elem
+
     def expr(self, e: Expr, array_ok: bool = False) -> Type:
         with self.at(e):
             t = self._expr(e)
@@ -468,6 +522,11 @@ class _Checker:
                     raise self.error(
                         f"length of dimension {d} of '{a.name}', which has rank {at.rank}", e)
                 return Scalar.I32
+            case Atomic(op=op):
+                raise self.error(
+                    f"{op.value} inside an expression: an atomic is the whole value of a let "
+                    f"or an assignment (write 'let old = {op.value}(...) in ...' and use "
+                    "old)", e)
         raise self.error(f"not an expression: {type(e).__name__}", e)
 
     def const(self, e: Expr, v: object, t: Scalar) -> None:
@@ -500,9 +559,12 @@ class _Checker:
                 return Scalar.BOOL
             raise self.error(f"operator '{sym}' needs bool operands, got {lt} and {rt}", e)
         if lt != rt:
+            hint = "use a cast"
+            if isinstance(e, Binary):  # IR-40: the cast C's conversions would make
+                hint = operands_hint(print_expr(e.lhs), lt, print_expr(e.rhs), rt)
             raise self.error(
                 f"operator '{sym}' on different types {lt} and {rt} (no implicit "
-                "conversion: use a cast)", e)
+                f"conversion: {hint})", e)
         if op in (BinaryOp.EQ, BinaryOp.NE):
             if lt.is_numeric or lt is Scalar.BOOL:
                 return Scalar.BOOL

@@ -10,6 +10,7 @@ from collections import OrderedDict
 
 from sarek_py.ir.intrinsics import MATH, THREAD_INTRINSICS
 from sarek_py.ir.nodes import (
+    Atomic,
     Binary,
     Call,
     Cast,
@@ -76,6 +77,9 @@ def _type_of(e: Expr) -> Type:
             return r
         case Length():
             return Scalar.I32
+        case Atomic(array=a):
+            assert isinstance(a.type, ArrayType)
+            return a.type.elem
     raise TypeError(f"not an expression: {e!r}")
 
 

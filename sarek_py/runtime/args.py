@@ -14,6 +14,7 @@ import attrs
 import numpy as np
 
 from sarek_py.codegen.cstyle import KernelAbi
+from sarek_py.ir.dynamic_shared import element_bytes
 from sarek_py.ir.nodes import Kernel
 from sarek_py.ir.types import Scalar
 from sarek_py.runtime.base import DeviceArray, LaunchError
@@ -35,13 +36,27 @@ class ArgPlan:
 
     def values(self, args: Mapping[str, DeviceArray | np.generic], threads: int,
                status: DeviceArray | None, handle: Callable[[DeviceArray], Any],
-               fault: Any = None) -> list[Any]:
+               fault: Any = None, shared: int | None = None,
+               local: Callable[[int], Any] | None = None) -> list[Any]:
         """Values for the C parameters: buffers (through ``handle``), scalars as numpy
         scalars of the C type, each array's extents as ``int32``, the 64-bit thread count,
-        the status buffer and the fault buffer's handle ``fault`` (CG-22)."""
+        the status buffer and the fault buffer's handle ``fault`` (CG-22); the dynamic
+        shared array's extent ``shared`` (elements) as ``int32`` and, where the target
+        passes the array itself, ``local(nbytes)``, its buffer (CG-50)."""
         out: list[Any] = []
         for kind, param, dim, ctype in self.slots:
-            if kind == "scalar":
+            if kind in ("shared", "shared_extent"):
+                if shared is None:
+                    raise LaunchError(f"[LCH-50] kernel {self.kernel} has the dynamic shared "
+                                      f"array {param}: the launch must give its extent")
+                if kind == "shared_extent":
+                    out.append(np.int32(shared))
+                else:
+                    if local is None:
+                        raise LaunchError(f"kernel {self.kernel}: this backend cannot bind "
+                                          f"the dynamic shared array {param}")
+                    out.append(local(shared * dim))
+            elif kind == "scalar":
                 out.append(ctype(args[param]))
             elif kind == "array":
                 a = args[param]
@@ -65,6 +80,12 @@ class ArgPlan:
         return out
 
 
+def kernel_local(kernel: Kernel, name: str) -> Scalar:
+    """The element type of the kernel's local array ``name``."""
+    v = next(v for v in kernel.locals if v.name == name)
+    return v.scalar
+
+
 def _to_bool(bool_type: type) -> Callable[[Any], Any]:
     def conv(v: Any) -> Any:
         return bool_type(bool(v))
@@ -81,6 +102,14 @@ def arg_plan(abi: KernelAbi, kernel: Kernel, bool_type: type) -> ArgPlan:
         if a.kind in ("array", "status", "fault"):
             slots.append((a.kind, a.param or "", a.dim, None))
             dtypes.append(None)
+        elif a.kind == "shared":  # CG-50: dim holds the bytes of one element
+            assert a.param is not None
+            elem = kernel_local(kernel, a.param)
+            slots.append((a.kind, a.param, element_bytes(elem), None))
+            dtypes.append(None)
+        elif a.kind == "shared_extent":
+            slots.append((a.kind, a.param or "", 0, np.int32))
+            dtypes.append(np.dtype(np.int32))
         elif a.kind == "extent":
             slots.append((a.kind, a.param or "", a.dim, np.int32))
             dtypes.append(np.dtype(np.int32))

@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sarek_py.ir.diagnostics import LaunchError as LaunchError
+from sarek_py.ir.dynamic_shared import dynamic_extent
 from sarek_py.ir.effects import kernel_may_stop, kernel_writes
 from sarek_py.ir.launch_axes import check_launch_axes
 from sarek_py.ir.nodes import Kernel, Var
@@ -175,6 +176,7 @@ class Pending:
     status: DeviceArray | None
     read_back: Mapping[str, int]
     shape: LaunchShape | None = None
+    shared: int | None = None
 
 
 class Backend(abc.ABC):
@@ -196,12 +198,14 @@ class Backend(abc.ABC):
         """The device's launch limits (LCH-21); ``None`` where the backend knows none."""
         return None
 
-    def check_limits(self, kernel: Kernel, threads: Any, block: Any) -> tuple[int, int]:
+    def check_limits(self, kernel: Kernel, threads: Any, block: Any,
+                     shared: int | None = None) -> tuple[int, int]:
         """``(threads, block)`` checked against every launch's and the device's limits
-        before anything is allocated or launched (LCH-21)."""
+        before anything is allocated or launched (LCH-21); ``shared`` is the dynamic
+        shared extent in elements, counted with the static shared arrays (LCH-52)."""
         from sarek_py.runtime.limits import check_limits
 
-        return check_limits(kernel, threads, block, self.device_limits())
+        return check_limits(kernel, threads, block, self.device_limits(), shared)
 
     # ---------------------------------------------------------------- primitives
 
@@ -221,24 +225,28 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
                 threads: int, block: int, status: DeviceArray | None,
-                check_races: bool, shape: LaunchShape | None = None) -> None:
+                check_races: bool, shape: LaunchShape | None = None,
+                shared: int | None = None) -> None:
         """Start the threads; ``shape`` is the grid and block of a launch given in
-        several dimensions (LCH-27), ``None`` for ``threads`` in blocks of ``block``."""
+        several dimensions (LCH-27), ``None`` for ``threads`` in blocks of ``block``;
+        ``shared`` the extent in elements of the kernel's dynamic shared array (LCH-50)."""
 
     def launch_shape(self, kernel: Kernel, threads: int, block: int, grid: Any,
-                     block_shape: Any) -> tuple[int, int, LaunchShape | None]:
+                     block_shape: Any, shared: int | None = None
+                     ) -> tuple[int, int, LaunchShape | None]:
         """``(threads, block size, shape)`` checked against every launch's and the
-        device's limits (LCH-21, LCH-27) and against the axes the kernel reads (LCH-26);
-        the shape is ``None`` for a launch given by ``threads`` and ``block`` alone."""
+        device's limits (LCH-21, LCH-27, LCH-52) and against the axes the kernel reads
+        (LCH-26); the shape is ``None`` for a launch given by ``threads`` and ``block``
+        alone."""
         if grid is None and block_shape is None:
-            threads, block = self.check_limits(kernel, threads, block)  # LCH-21
+            threads, block = self.check_limits(kernel, threads, block, shared)  # LCH-21
             check_launch_axes(kernel, None, (block,), threads)  # LCH-26
             return threads, block, None
         from sarek_py.runtime.shape import launch_shape
 
-        threads = self.check_limits(kernel, threads, 1)[0]
+        threads = self.check_limits(kernel, threads, 1, shared)[0]
         shape = launch_shape(kernel, threads, block, grid, block_shape, self.device_limits())
-        threads, block = self.check_limits(kernel, threads, shape.block_size)
+        threads, block = self.check_limits(kernel, threads, shape.block_size, shared)
         check_launch_axes(kernel, shape.grid, shape.block)  # LCH-26
         return threads, block, shape
 
@@ -285,12 +293,17 @@ class Backend(abc.ABC):
 
     def launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
                threads: int, block: int = 256, status: DeviceArray | None = None, *,
-               check_races: bool = True, grid: Any = None, block_shape: Any = None) -> None:
+               check_races: bool = True, grid: Any = None, block_shape: Any = None,
+               shared: Any = None) -> None:
         """Start ``threads`` threads in blocks of ``block`` (a count below one runs none);
         returns without waiting. ``status`` is the stop-status buffer (one int32 per thread)
         of a kernel that can stop. ``grid``/``block_shape`` (1 to 3 extents each) give a
-        launch of several dimensions (LCH-27); ``block_shape`` then replaces ``block``."""
-        threads, block, shape = self.launch_shape(kernel, threads, block, grid, block_shape)
+        launch of several dimensions (LCH-27); ``block_shape`` then replaces ``block``.
+        ``shared`` is the extent in *elements* of the kernel's dynamic shared array
+        (``shared s : T[]``): required for such a kernel, refused for others (LCH-50)."""
+        shared = dynamic_extent(kernel, shared)  # LCH-50
+        threads, block, shape = self.launch_shape(kernel, threads, block, grid, block_shape,
+                                                  shared)
         shaped = None if shape is None else (shape.grid, shape.block)
         check_requires(kernel, args, threads, block, shaped)  # fused kernels (LEG-14)
         if threads < 1:
@@ -301,7 +314,7 @@ class Backend(abc.ABC):
                 f"kernel {kernel.name} has a barrier: its {threads} threads must fill whole "
                 f"blocks of {block} on the {self.name} backend (LCH-6)")
         self.stats.launches += 1
-        self._launch(kernel, args, threads, block, status, check_races, shape)
+        self._launch(kernel, args, threads, block, status, check_races, shape, shared)
 
     def run_kernel(
         self,
@@ -316,13 +329,14 @@ class Backend(abc.ABC):
         read_back: Mapping[str, int] | None = None,
         grid: Any = None,
         block_shape: Any = None,
+        shared: Any = None,
     ) -> RunResult:
         """Run ``kernel`` once, with the interpreter's semantics: arrays are copied in, the
         arrays the kernel may store are copied back into the caller's arrays (start, sync,
         finish). The keywords are those of :meth:`start`."""
         pending = self.start(kernel, args, threads, block, check_races=check_races,
                              overwritten=overwritten, scratch=scratch, read_back=read_back,
-                             grid=grid, block_shape=block_shape)
+                             grid=grid, block_shape=block_shape, shared=shared)
         self.sync()
         return self.finish(pending)
 
@@ -339,6 +353,7 @@ class Backend(abc.ABC):
         read_back: Mapping[str, int] | None = None,
         grid: Any = None,
         block_shape: Any = None,
+        shared: Any = None,
     ) -> Pending:
         """Copy in and launch, without waiting; :meth:`finish` after a :meth:`sync`.
 
@@ -346,9 +361,12 @@ class Backend(abc.ABC):
         LCH-10); ``scratch`` maps a rank-1 array parameter to the number of elements of a
         device-only buffer passed for it (LCH-11) — no host array is given for it — and
         ``read_back`` to the number of leading elements to copy back (at most the size).
-        ``grid``/``block_shape`` give a launch of several dimensions (LCH-27).
+        ``grid``/``block_shape`` give a launch of several dimensions (LCH-27); ``shared``
+        the extent in elements of the kernel's dynamic shared array (LCH-50).
         """
-        threads, block, shape = self.launch_shape(kernel, threads, block, grid, block_shape)
+        extent = dynamic_extent(kernel, shared)  # LCH-50, before anything is allocated
+        threads, block, shape = self.launch_shape(kernel, threads, block, grid, block_shape,
+                                                  extent)
         shaped = None if shape is None else (shape.grid, shape.block)
         scratch = dict(scratch or {})
         read_back = dict(read_back or {})
@@ -413,9 +431,9 @@ class Backend(abc.ABC):
             self.copy_in(status, np.zeros(threads, np.int32))
         self.launch(kernel, dev_args, threads, block, status, check_races=check_races,
                     grid=None if shape is None else shape.grid,
-                    block_shape=None if shape is None else shape.block)
+                    block_shape=None if shape is None else shape.block, shared=extent)
         return Pending(kernel, threads, dev_args, tuple(hosts), written, status, read_back,
-                       shape)
+                       shape, extent)
 
     def finish(self, pending: Pending) -> RunResult:
         """After a :meth:`sync`: copy the arrays the kernel may have stored back into the

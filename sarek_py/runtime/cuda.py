@@ -21,6 +21,7 @@ from sarek_py.codegen.cstyle import Emitted, emit
 from sarek_py.codegen.cuda import CUDA
 from sarek_py.codegen.nvcc import compile_ptx
 from sarek_py.ir.diagnostics import BackendUnavailable
+from sarek_py.ir.dynamic_shared import dynamic_shared, element_bytes
 from sarek_py.ir.nodes import Kernel
 from sarek_py.runtime.args import ArgPlan, arg_plan
 from sarek_py.runtime.base import Backend, DeviceArray
@@ -128,17 +129,22 @@ class CudaBackend(Backend):
 
     def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
                 threads: int, block: int, status: DeviceArray | None,
-                check_races: bool, shape: LaunchShape | None = None) -> None:
+                check_races: bool, shape: LaunchShape | None = None,
+                shared: int | None = None) -> None:
         em, fn, plan = self.compiled(kernel)
         fault = self.faults.arm(kernel.name, em.abi)
         try:
-            values = plan.values(args, threads, status, _handle, fault)
+            values = plan.values(args, threads, status, _handle, fault, shared)
+            dyn = dynamic_shared(kernel)
+            # CG-50: the bytes of the extern __shared__ array, given with the launch
+            kw: dict[str, Any] = {} if dyn is None or shared is None else {
+                "shared": shared * element_bytes(dyn.scalar)}
             if shape is None:
                 blocks = -(-threads // block)
-                fn(*values, block=(block, 1, 1), grid=(blocks, 1))
+                fn(*values, block=(block, 1, 1), grid=(blocks, 1), **kw)
             else:  # grid and block dims (LCH-27)
                 g3, b3 = shape.padded()
-                fn(*values, block=b3, grid=g3)
+                fn(*values, block=b3, grid=g3, **kw)
         except BaseException:
             if fault is not None:
                 self.faults.forget()

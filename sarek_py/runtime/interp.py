@@ -39,7 +39,8 @@ class InterpBackend(Backend):
 
     def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
                 threads: int, block: int, status: DeviceArray | None,
-                check_races: bool, shape: LaunchShape | None = None) -> None:
+                check_races: bool, shape: LaunchShape | None = None,
+                shared: int | None = None) -> None:
         from sarek_py.ir.interp import run_kernel  # the interpreter imports numpy only
 
         views: dict[str, Any] = {}
@@ -50,7 +51,7 @@ class InterpBackend(Backend):
                 views[name] = v
         res = run_kernel(kernel, views, threads, block, check_races=check_races,
                          grid=None if shape is None else shape.grid,
-                         block_shape=None if shape is None else shape.block)
+                         block_shape=None if shape is None else shape.block, shared=shared)
         if status is not None:
             status.handle.view(np.int32)[:threads] = res.stop_codes
 

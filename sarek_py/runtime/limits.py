@@ -15,8 +15,9 @@ import attrs
 import numpy as np
 
 from sarek_py.ir.diagnostics import LaunchError
+from sarek_py.ir.dynamic_shared import dynamic_shared, element_bytes, is_dynamic_shared
 from sarek_py.ir.nodes import Kernel
-from sarek_py.ir.types import ArrayType, MemSpace, Scalar
+from sarek_py.ir.types import ArrayType, MemSpace
 
 #: the most threads one launch may have: ``global_thread_id`` is an ``i32`` (the
 #: interpreter's limit too, INT-1)
@@ -40,14 +41,15 @@ class DeviceLimits:
     max_grid_dims: tuple[int, int, int] | None = None
 
 
-def shared_arrays(kernel: Kernel) -> list[tuple[str, int]]:
-    """The kernel's shared arrays and their sizes in bytes (``bool`` elements are bytes)."""
+def shared_arrays(kernel: Kernel, dynamic: int | None = None) -> list[tuple[str, int]]:
+    """The kernel's shared arrays and their sizes in bytes (``bool`` elements are bytes);
+    the dynamic shared array (IR-50) counts ``dynamic`` elements (0 when not given)."""
     out = []
     for v in kernel.locals:
         t = v.type
         if isinstance(t, ArrayType) and t.space is MemSpace.SHARED:
-            item = 1 if t.elem is Scalar.BOOL else t.elem.dtype.itemsize
-            out.append((v.name, t.size * item))
+            n = (dynamic or 0) if is_dynamic_shared(t) else t.size
+            out.append((v.name, n * element_bytes(t.elem)))
     return out
 
 
@@ -58,9 +60,10 @@ def _integer(kernel: Kernel, what: str, v: Any) -> int:
 
 
 def check_limits(kernel: Kernel, threads: Any, block: Any,
-                 limits: DeviceLimits | None) -> tuple[int, int]:
-    """``(threads, block)`` as ints, after checking them (and the kernel's shared memory)
-    against the limits every launch has and those of the device (``None``: none known)."""
+                 limits: DeviceLimits | None, shared: int | None = None) -> tuple[int, int]:
+    """``(threads, block)`` as ints, after checking them (and the kernel's shared memory,
+    static arrays and ``shared`` elements of its dynamic one together, LCH-52) against the
+    limits every launch has and those of the device (``None``: none known)."""
     threads = _integer(kernel, "thread count", threads)
     block = _integer(kernel, "block size", block)
     name = kernel.name
@@ -76,13 +79,17 @@ def check_limits(kernel: Kernel, threads: Any, block: Any,
     if block > limits.max_block:
         raise LaunchError(f"kernel {name}: block size {block} exceeds the device's limit of "
                           f"{limits.max_block} {unit} ({limits.device})")
-    shared = shared_arrays(kernel)
-    total = sum(n for _, n in shared)
+    arrays = shared_arrays(kernel, shared)
+    total = sum(n for _, n in arrays)
     if total > limits.shared_bytes:
-        parts = ", ".join(f"{a}: {n} bytes" for a, n in shared)
-        raise LaunchError(f"kernel {name}: its shared arrays ({parts}) need {total} bytes, "
-                          f"more than the {limits.shared_bytes} bytes of shared memory a "
-                          f"block has ({limits.device})")
+        dyn = dynamic_shared(kernel)
+        parts = ", ".join(f"{a}: {n} bytes" + (f" ({shared} elements given at launch)"
+                                               if dyn is not None and a == dyn.name else "")
+                          for a, n in arrays)
+        rule = "[LCH-52] " if dyn is not None else ""
+        raise LaunchError(f"{rule}kernel {name}: its shared arrays ({parts}) need {total} "
+                          f"bytes, more than the {limits.shared_bytes} bytes of shared "
+                          f"memory a block has ({limits.device})")
     if threads < 1:
         return threads, block
     blocks = -(-threads // block)

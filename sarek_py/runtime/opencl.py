@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from sarek_py.codegen.atomics import missing_extensions
 from sarek_py.codegen.cstyle import Emitted, emit
 from sarek_py.codegen.opencl import BUILD_OPTIONS, OPENCL
 from sarek_py.ir.diagnostics import BackendUnavailable
@@ -133,6 +134,7 @@ class OpenCLBackend(Backend):
     def _compile(self, kernel: Kernel, checked: bool) -> tuple[Emitted, Any, ArgPlan]:
         em = emit(kernel, OPENCL, checked=checked)
         self.stats.emits += 1
+        self._check_extensions(kernel, em)
         key = (em.source, em.abi.name)
         k = self._kernels.get(key)
         plan = arg_plan(em.abi, kernel, np.uint8)
@@ -142,6 +144,15 @@ class OpenCLBackend(Backend):
             k.set_scalar_arg_dtypes(list(plan.dtypes))
             self._kernels.put(key, k)
         return em, k, plan
+
+    def _check_extensions(self, kernel: Kernel, em: Emitted) -> None:
+        """CG-31: a kernel whose atomics need an OpenCL extension the device lacks is
+        refused before it is built, naming the extension and the atomic."""
+        missing = missing_extensions(em.extensions, str(self.device.extensions))
+        if missing:
+            ext, why = missing[0]
+            raise LaunchError(f"kernel {kernel.name}: {why} needs the OpenCL extension "
+                              f"{ext}, which {self._limits.device} lacks")
 
     def _alloc(self, nbytes: int) -> Any:
         # an empty array still has the 8 bytes a checked access out of bounds reads (CG-22)
@@ -164,12 +175,14 @@ class OpenCLBackend(Backend):
 
     def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
                 threads: int, block: int, status: DeviceArray | None,
-                check_races: bool, shape: LaunchShape | None = None) -> None:
+                check_races: bool, shape: LaunchShape | None = None,
+                shared: int | None = None) -> None:
         em, k, plan = self.compiled(kernel)
         self._check_built(kernel, em, k, block)
         fault = self.faults.arm(kernel.name, em.abi)
         try:
-            k.set_args(*plan.values(args, threads, status, _handle, fault))
+            k.set_args(*plan.values(args, threads, status, _handle, fault, shared,
+                                    self._local_memory))
             if shape is None:
                 blocks = -(-threads // block)
                 glob: tuple[int, ...] = (blocks * block,)
@@ -183,6 +196,12 @@ class OpenCLBackend(Backend):
                 self.faults.forget()
             raise
         self.faults.launched()
+
+    def _local_memory(self, nbytes: int) -> Any:
+        """A ``__local`` buffer of ``nbytes`` for the dynamic shared array (CG-50); OpenCL
+        refuses a local argument of size 0, so an empty one gets 8 bytes (its extent is 0:
+        every access is still checked against it)."""
+        return self.cl.LocalMemory(max(nbytes, 8))
 
     def _check_built(self, kernel: Kernel, em: Emitted, k: Any, block: int) -> None:
         """The built kernel's own limits (LCH-21): its largest work-group and the local

@@ -9,6 +9,7 @@ new "fused" row is then checked bitwise by the same test file)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -24,6 +25,24 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 DOC = ROOT / "docs" / "corpus.md"
 EXPECTED = Path(__file__).resolve().parent / "expected.py"
 REASON_WIDTH = 160
+#: measured fused/unfused times (benchmarks/corpus_ratios.py --write)
+RATIOS = ROOT / "benchmarks" / "results" / "corpus_ratios.json"
+
+
+def measured() -> tuple[dict[tuple[str, str], str], str]:
+    """Each measured pair's ratio cell, and the sentence saying how it was measured."""
+    if not RATIOS.exists():
+        return {}, "No fused/unfused ratio is given: none was measured."
+    data = json.loads(RATIOS.read_text())
+    cells = {(r["producer"], r["consumer"]):
+             f"{r['ratio']:.2f} ({r['fused_ms']:.1f} / {r['unfused_ms']:.1f} ms, {r['size']})"
+             for r in data["rows"]}
+    how = (f"*fused/unfused*: the fused launch's time over the unfused launches' (below 1: "
+           f"the fusion pays), median of {data['repeat']} interleaved runs, buffers on the "
+           f"device, on OpenCL ({data['device']}; {data['machine']}), measured "
+           f"{data['date']} by `{data['command']}` at the sizes given (larger than the "
+           "tests'); *not measured* elsewhere. docs/performance.md discusses the figures.")
+    return cells, how
 
 
 def _cell(text: str | None) -> str:
@@ -47,6 +66,7 @@ def render_doc(decisions: list[PairDecision] | None = None,
                symbolic: dict[tuple[str, str], Row] | None = None) -> str:
     ds = all_decisions() if decisions is None else decisions
     sym = all_symbolic() if symbolic is None else symbolic
+    ratios, how = measured()
     lines = [
         "# The corpus: published kernels, faithfully translated, and what fusion does with them",
         "",
@@ -70,11 +90,11 @@ def render_doc(decisions: list[PairDecision] | None = None,
         "as CUDA's `<<<grid, block>>>`.",
         "*legal (by hand)* is the ground truth from reading the originals "
         "(`tests/corpus/legality.py`): an illegal pair must never fuse, a legal one should.",
-        "No fused/unfused ratio is given: none was measured.",
+        how,
         "",
         "| pair | producer source | consumer source | launches | legal (by hand) | decision "
-        "| rule | reason | with symbolic sizes |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| rule | reason | with symbolic sizes | fused/unfused |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for d in ds:
         launches = f"`{d.producer.shape_text()}` then `{d.consumer.shape_text()}`"
@@ -84,7 +104,8 @@ def render_doc(decisions: list[PairDecision] | None = None,
             f"| `{d.producer.name}` -> `{d.consumer.name}` | "
             f"{short(d.producer.file, d.producer.name)} | "
             f"{short(d.consumer.file, d.consumer.name)} | {launches} | {legal_cell} | {d.outcome} | {d.rule or ''} | "
-            f"{_cell(d.reason)} | {_sym_cell(sym.get(d.key))} |")
+            f"{_cell(d.reason)} | {_sym_cell(sym.get(d.key))} | "
+            f"{ratios.get(d.key, 'not measured' if d.outcome == 'fused' else '')} |")
     lines += ["", "## Kernels with no pair", ""]
     paired = {s.name for d in ds for s in (d.producer, d.consumer)}
     for sc in scenarios():

@@ -304,8 +304,39 @@ def _to_affine(e: Expr, ctx: AffineCtx, depth: int) -> AffineForm | None:
     if form is not None:
         return form
     if not isinstance(e, (Const, Ref)) and _opaque_ok(e, ctx):
-        return AffineForm.of_atom(e)
+        return _product_atom(e)
     return None
+
+
+def _product_atom(e: Expr) -> AffineForm:
+    """An opaque atom; a product is one atom up to the order and grouping of its factors,
+    its integer literal factors taken out as the coefficient (AFF-20): `1 * hA * wB`,
+    `wB * hA` and `hA * wB` are one atom, `2 * n * m` twice it. Exact on the device too:
+    multiplication in one integer type, wrapping or not, is commutative and associative
+    modulo 2^bits."""
+    t = type_of(e)
+    factors: list[Expr] = []
+    coeff = 1
+
+    def flat(x: Expr) -> None:
+        nonlocal coeff
+        if isinstance(x, Binary) and x.op is BinaryOp.MUL and type_of(x) == t:
+            flat(x.lhs)
+            flat(x.rhs)
+        elif isinstance(x, Const) and isinstance(x.value, int) \
+                and not isinstance(x.value, bool):
+            coeff *= x.value
+        else:
+            factors.append(x)
+
+    flat(e)
+    if len(factors) < 2 or coeff == 0:
+        return AffineForm.of_atom(e)
+    factors.sort(key=lambda f: (atom_key(f)[:2], atom_text(f)))
+    prod = factors[0]
+    for f in factors[1:]:
+        prod = Binary(BinaryOp.MUL, prod, f)
+    return AffineForm.of_atom(prod).scale(coeff)
 
 
 def _structural(e: Expr, ctx: AffineCtx, depth: int) -> AffineForm | None:

@@ -178,11 +178,40 @@ def index_copies(i: Var, body: Stmt) -> frozenset[Var]:
             other.add(n.var)
     for v in other:
         lets.pop(v, None)
-    copies: frozenset[Var] = frozenset()
-    while True:
-        more = frozenset(v for v, vals in lets.items()
-                         if not v.mutable and v != i and isinstance(v.type, Scalar)
-                         and v.type.is_int and all(_is_copy(x, i, copies) for x in vals))
-        if more == copies:
-            return copies
-        copies = more
+    # The least set closed under "every binding is i or a copy": a worklist over the
+    # variables each binding copies, linear in the bindings (iterating the whole set to
+    # its fixpoint was quadratic in a chain of copies, EF-3's 990-deep regression).
+    waiting: dict[Var, int] = {}
+    users: dict[Var, list[Var]] = {}
+    for v, vals in lets.items():
+        if v.mutable or v == i or not (isinstance(v.type, Scalar) and v.type.is_int):
+            continue
+        sources = [_copy_source(x) for x in vals]
+        if any(src is None for src in sources):
+            continue
+        needed = {src for src in sources if src is not None and src != i}
+        waiting[v] = len(needed)
+        for src in needed:
+            users.setdefault(src, []).append(v)
+    ready = [v for v, count in waiting.items() if count == 0]
+    copies: set[Var] = set()
+    while ready:
+        v = ready.pop()
+        copies.add(v)
+        for u in users.get(v, ()):
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                ready.append(u)
+    return frozenset(copies)
+
+
+def _copy_source(e: Expr) -> Var | None:
+    """The variable ``e`` copies (``_is_copy``'s form: a ``Ref``, through widening
+    casts), or None when ``e`` is no copy of any variable."""
+    match e:
+        case Ref(var=v):
+            return v
+        case Cast(to=t, arg=x) if t in (Scalar.I32, Scalar.I64):
+            src = scalar_type_of(x)
+            return _copy_source(x) if src is Scalar.I32 or src is t else None
+    return None

@@ -35,7 +35,7 @@ from sarek_py.ir.nodes import (
     Var,
     iter_stmts,
 )
-from sarek_py.ir.requires import Count, FusionRequires, FusionStep
+from sarek_py.ir.requires import Count, FusionRequires, FusionStep, ThreadStep
 from sarek_py.ir.requires_check import register_checker
 from sarek_py.ir.visit import map_node
 
@@ -215,6 +215,8 @@ def _validate(kernel: Kernel, req: FusionRequires) -> None:
                                 f"{name!r}, which is not {what} of it")
 
     for s in req.steps:
+        if isinstance(s, ThreadStep):
+            continue
         need(s.array, ("array",), "an array parameter")
         need(s.count, ("i32", "i64"), "an integer scalar parameter")
         for t in s.threads or ():
@@ -238,6 +240,8 @@ def check_launch(kernel: Kernel, args: Mapping[str, Any], threads: int, block: i
     _check_buffers(kernel, req, args)
     part = kernel
     for step in req.steps:  # outermost first: strip its consumer, then look inside
+        if isinstance(step, ThreadStep):  # proved for every launch shape (LEG-30)
+            continue
         body = _inserted(part, step)
         part = producer_part(part, step)
         _check_step(kernel, part, step, args, int(threads), int(block), body)
@@ -256,6 +260,11 @@ def describe(kernel: Kernel) -> list[str]:
     out = [f"launch conditions of {kernel.name}, checked at every launch "
            "(specs/fusion-legality.md LEG-13 .. LEG-16):"]
     for s in req.steps:
+        if isinstance(s, ThreadStep):
+            out.append(f"- launch it on {s.producer}'s launch shape (grid and block) and "
+                       f"arguments: each thread runs {s.producer}'s body, then "
+                       f"{s.consumer}'s (proved for every launch shape, LEG-30)")
+            continue
         if s.threads is None:
             launch = f"on {s.producer}'s thread count"
             count = f"{s.consumer}'s thread count"

@@ -29,7 +29,10 @@ from sarek_py.ir.intrinsics import GLOBAL_IDS, THREAD_INTRINSICS
 from sarek_py.ir.memo import IdentityCache
 from sarek_py.ir.nodes import (
     Barrier,
+    Binary,
+    BinaryOp,
     Call,
+    Const,
     Expr,
     HelperFunc,
     Intrinsic,
@@ -41,6 +44,7 @@ from sarek_py.ir.nodes import (
     Var,
 )
 from sarek_py.ir.printer import print_expr
+from sarek_py.ir.thread_index import canonical_thread_index, global_axis
 from sarek_py.ir.types import ArrayType, MemSpace
 from sarek_py.ir.visit import iter_nodes
 
@@ -118,13 +122,20 @@ def consumer_shape(kernel: Kernel) -> Consumer:
 
 
 def _consumer_shape(kernel: Kernel) -> Consumer:
+    kernel = canonical_thread_index(kernel)  # however the element is spelled (EF-20, EF-21)
     b = kernel.body
     kname = kernel.name
     if not (isinstance(b, Let) and isinstance(b.value, Intrinsic)
             and b.value.name in GLOBAL_IDS and not b.value.args):
+        hint = ""
+        if isinstance(b, Let) and global_axis(b.value, _literal_block(b.value)) is not None:
+            hint = (f" (its element {print_expr(b.value)} names the block size as a "
+                    "number: it is the thread's element only on launches of that block, "
+                    "so fuse the launches — fuse_launches, a pipeline, a host program — "
+                    "not the kernels, EF-23)")
         raise FusionRefused(
             "EF-1",
-            f"consumer {kname} is not of the form `let i = global_thread_id in body`",
+            f"consumer {kname} is not of the form `let i = global_thread_id in body`{hint}",
             b.loc or kernel.loc)
     if b.var.mutable:
         raise FusionRefused("EF-1", f"consumer {kname}'s index {b.var.name} is mutable",
@@ -159,6 +170,16 @@ def _consumer_shape(kernel: Kernel) -> Consumer:
     reads = tuple(p.name for p in kernel.params if p.is_array and p.name not in elsewhere)
     well_formed(kernel, "consumer")  # what the analysis above takes for granted (EF-1)
     return Consumer(kernel, i, body, reads, tuple(written), tuple(acc), copies)
+
+
+def _literal_block(e: Expr) -> int | None:
+    """The number a ``block_idx_x * B + thread_idx_x`` spelling multiplies by, if any."""
+    for n in iter_nodes(e):
+        if isinstance(n, Binary) and n.op is BinaryOp.MUL:
+            for x in (n.lhs, n.rhs):
+                if isinstance(x, Const) and isinstance(x.value, int) and x.value > 0:
+                    return x.value
+    return None
 
 
 def _where(a: Access) -> str:

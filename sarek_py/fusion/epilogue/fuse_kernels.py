@@ -27,11 +27,13 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
+from sarek_py.fusion.atomics import refuse_atomic_kernels
 from sarek_py.fusion.epilogue.accesses import accesses_stmt
 from sarek_py.fusion.epilogue.consumer import Consumer, consumer_shape, window_conflict
 from sarek_py.fusion.epilogue.legality import declared_counts
 from sarek_py.fusion.epilogue.well_formed import well_formed
 from sarek_py.fusion.refusal import FusionRefused, Incompatible
+from sarek_py.fusion.shared_memory import refuse_dynamic_shared
 from sarek_py.ir.deep import deep
 from sarek_py.ir.nodes import (
     Binary,
@@ -53,6 +55,7 @@ from sarek_py.ir.nodes import (
 )
 from sarek_py.ir.printer import print_expr
 from sarek_py.ir.requires import Count, FusionRequires, FusionStep
+from sarek_py.ir.thread_index import canonical_thread_index
 from sarek_py.ir.typeof import scalar_type_of
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar, Type
 from sarek_py.ir.visit import RenameCtx, canonical_ids, map_node, max_var_id, rename
@@ -354,6 +357,8 @@ def fuse(
     and the launch must use these counts (LEG-16).
     """
     _check_fuse_arguments(producer, consumer, shared, p_array, name)
+    refuse_dynamic_shared(producer, consumer)  # LEG-50
+    refuse_atomic_kernels(producer, consumer)  # LEG-20
     if consumer.requires is not None:
         raise FusionRefused(
             "EF-15", f"consumer {consumer.name} is itself a fused kernel with launch "
@@ -365,6 +370,8 @@ def fuse(
                 "EF-18", f"{role} {k.name} requires range({conds}) of its launches (a "
                 "rows kernel, TIL-13), which a fused kernel would not check: fuse the "
                 "nest's flat kernel instead", k.loc)
+    # both kernels read and fused in the canonical thread-element form (EF-20, EF-22)
+    producer, consumer = canonical_thread_index(producer), canonical_thread_index(consumer)
     c = consumer_shape(consumer)
     well_formed(producer, "producer")
     _check_shared(producer, consumer, shared)

@@ -52,6 +52,17 @@ from sarek_py.fusion.epilogue.accesses import accesses_stmt, stopping_call
 from sarek_py.fusion.epilogue.buffers import arg_buffer, buffer_key, overlap, overlaps_itself
 from sarek_py.fusion.epilogue.consumer import Consumer, consumer_shape, window_conflict
 from sarek_py.fusion.epilogue.domain import acting_dnf, project, spans
+from sarek_py.fusion.epilogue.grid_stride import (
+    ElementBody,
+    GridStride,
+    NotGridStride,
+    assigned_vars,
+    element_body,
+    increment_wraps,
+    induction,
+    stride_is_thread_count,
+    stride_problem,
+)
 from sarek_py.fusion.epilogue.well_formed import well_formed
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.deep import deep
@@ -93,6 +104,7 @@ from sarek_py.ir.nodes import (
 from sarek_py.ir.nodes import var as fresh_var
 from sarek_py.ir.printer import print_expr
 from sarek_py.ir.requires import Count
+from sarek_py.ir.thread_index import on_launch
 from sarek_py.ir.typeof import scalar_type_of, type_of
 from sarek_py.ir.types import Scalar
 from sarek_py.ir.visit import iter_nodes, map_node, substitute
@@ -214,6 +226,13 @@ class _Analysis:
     defs: dict[Var, Expr] = attrs.field(factory=dict)
     #: the location of the first store of the intermediate met (LEG-3 refusals)
     first_store: Loc | None = None
+    #: the element view of a grid-stride loop (LEG-21): the universe is the loop's
+    #: elements, and the thread id is not known (only the counter is)
+    element: bool = False
+    #: the value of each mutable counter last assigned at this level (LEG-21)
+    assigned: dict[int, Aff | None] = attrs.field(factory=dict)
+    #: grid-stride loops followed otherwise than by the element view, and why (LEG-3)
+    notes: list[str] = attrs.field(factory=list)
 
     # -- expressions
 
@@ -257,7 +276,7 @@ class _Analysis:
 
     def _intrinsic(self, n: str) -> Aff | None:
         if n in GLOBAL_IDS:
-            return Aff(1, 0)
+            return None if self.element else Aff(1, 0)
         threads, block = self.launch.threads, self.launch.block
         if n == "block_dim_x" and isinstance(block, int):
             return Aff(0, block)
@@ -296,6 +315,10 @@ class _Analysis:
         """Why ``e`` is not known: the smallest unknown part and what it is (LEG-17)."""
 
         def leaf(x: Expr) -> Cause | None:
+            if self.element and isinstance(x, Intrinsic) and x.name in GLOBAL_IDS:
+                return Cause(x, f"{quote(x)} is the thread id, which is not known inside a "
+                             "grid-stride loop's body: there only the loop's counter is "
+                             "known for each element (its element view, LEG-21)", x.loc)
             if type_of(x) in _RANGE and self._aff(x) is not None:
                 t = type_of(x)
                 return Cause(x, f"{quote(x)} may overflow {t} for some thread in "
@@ -354,7 +377,9 @@ class _Analysis:
                 return ([(alive, f)] if alive else []), alive
             case Let(var=v, value=e, body=b):
                 val: Value | None = None
-                if not v.mutable:
+                if v.mutable:
+                    self.assigned[v.id] = self.aff(e) if type_of(e) in _RANGE else None
+                else:
                     self.defs[v] = e
                     val = self.cond(e) if type_of(e) is Scalar.BOOL else self.aff(e)
                 if val is None:
@@ -369,13 +394,15 @@ class _Analysis:
                     items += got
                 return items, alive
             case If(cond=c, then=t, else_=e):
-                return self._if(c, t, e, alive)
+                return self._killing(s, self._if(c, t, e, alive))
             case For():
-                return self._for(s, alive)
+                return self._killing(s, self._for(s, alive))
             case While(body=b):
-                if self._touches(b):
-                    raise _Unsure("LEG-5", f"a while loop stores {self.array.name} or "
-                                  "returns (its iterations cannot be followed)", s.loc)
+                if not self._touches(b):
+                    return self._killing(s, ([], alive))
+                return self._killing(s, self._while(s, alive))
+            case Assign(var=v, value=e):
+                self.assigned[v.id] = self.aff(e) if type_of(e) in _RANGE else None
                 return [], alive
             case Pragma(body=b):
                 return self.walk(b, alive)
@@ -384,7 +411,7 @@ class _Analysis:
             case Stop():
                 raise _Unsure("LEG-5", "the producer may stop (the elements it would store "
                               "after the stop are not known)", s.loc)
-            case Store() | Assign() | Barrier() | Empty():
+            case Store() | Barrier() | Empty():
                 return [], alive
             case Break() | Continue():  # refused by _for before its body is walked
                 raise _Unsure("EF-19", f"a {jump_word(s)} around a store of "
@@ -394,6 +421,97 @@ class _Analysis:
     def _touches(self, s: Stmt) -> bool:
         return any(isinstance(n, (Return, Stop)) or (isinstance(n, Store) and n.array == self.array)
                    for n in iter_nodes(s))
+
+    def _killing(self, s: Stmt, res: tuple[list[tuple[GSet, Aff]], GSet]
+                 ) -> tuple[list[tuple[GSet, Aff]], GSet]:
+        """``res``, forgetting the counters ``s`` may assign: after a branch or a loop
+        their values are not the ones assigned at this level (LEG-21)."""
+        for v in assigned_vars(s):
+            self.assigned.pop(v.id, None)
+        return res
+
+    def _while(self, s: While, alive: GSet) -> tuple[list[tuple[GSet, Aff]], GSet]:
+        """A ``while`` loop that stores the intermediate: a grid-stride loop (LEG-21,
+        LEG-22), followed by its element view or iteration by iteration; else refused."""
+        arr = self.array.name
+        jump = first_jump(s.body)
+        if jump is not None:
+            raise _Unsure("EF-19", f"a while loop that stores {arr} or may return has a "
+                          f"{jump_word(jump)}: which threads store which elements is not "
+                          "followed through a break or continue", jump.loc or s.loc)
+        gs = induction(s)
+        if isinstance(gs, NotGridStride):
+            raise _Unsure("LEG-5", f"a while loop stores {arr} or returns, and it is not a "
+                          f"grid-stride loop (LEG-21): {gs.reason}", gs.loc or s.loc)
+        v = gs.var.name
+        start = self.assigned.get(gs.var.id)
+        if start is None:
+            raise _Unsure("LEG-21", f"{gs.name} stores {arr}, but the value of {v} before "
+                          "it is not known (assign it the thread's global id, "
+                          f"`{v} := global_idx_x`, right before the loop)", s.loc)
+        n, st = self.aff(gs.bound), self.aff(gs.stride)
+        for what, e, f in (("bound", gs.bound, n), ("stride", gs.stride, st)):
+            if f is None or f.a != 0:
+                why = (self.cause(e).text if f is None
+                       else f"{quote(e)} depends on the thread id")
+                raise _Unsure("LEG-21", f"{gs.name} stores {arr}, and its {what} is not a "
+                              f"known number at this launch: {why}", e.loc or s.loc)
+        assert n is not None and st is not None
+        entering = _ge0(Aff(-start.a, n.b - 1 - start.b), alive)  # start < n
+        if not entering:
+            return [], alive
+        if st.b <= 0:
+            raise _Unsure("LEG-21", f"{gs.name} stores {arr}, and its stride "
+                          f"{quote(gs.stride)} is {st.b}: the loop would not end", s.loc)
+        wraps = increment_wraps(gs, n.b, st.b)
+        if wraps is not None:
+            raise _Unsure("LEG-22", f"{gs.name}: {wraps}", gs.stride.loc or s.loc)
+        threads = len(self.universe)
+        problem = stride_problem(gs, start == Aff(1, 0) and not self.element,
+                                 alive == self.universe, st.b, threads)
+        if problem is None:
+            return self._element_view(gs, n.b), alive
+        self.notes.append(f"{gs.name} is no grid-stride loop over all threads: {problem}, "
+                          "LEG-21")
+        # not the element view: its iterations one by one, iteration k on the threads
+        # whose value start + k*stride is still below n
+        low = min(start.at(g) for span in entering.spans for g in span)
+        count = _ceil_div(n.b - low, st.b)
+        if count > MAX_UNROLL:
+            raise _Unsure("LEG-21", f"{gs.name} stores {arr}, and it is not a grid-stride "
+                          f"loop over all threads ({problem}); followed iteration by "
+                          f"iteration it runs up to {count} times, more than {MAX_UNROLL}",
+                          s.loc)
+        items: list[tuple[GSet, Aff]] = []
+        for k in range(count):
+            at = Aff(start.a, start.b + k * st.b)
+            run = _ge0(Aff(-at.a, n.b - 1 - at.b), alive)
+            if not run:
+                break
+            self.env[gs.var.id] = at
+            got, _ = self.walk(gs.body, run)
+            items += got
+        self.env.pop(gs.var.id, None)
+        return items, alive
+
+    def _element_view(self, gs: GridStride, n: int) -> list[tuple[GSet, Aff]]:
+        """The stores of a grid-stride loop's body run once for each ``i`` in ``[0, n)``
+        (the proof in :mod:`~sarek_py.fusion.epilogue.grid_stride`), as pieces over
+        ``i``: an ``n``-thread launch of the body whose thread id is ``i``, where
+        nothing else that varies with the thread is known (LEG-21)."""
+        sub = _Analysis(self.launch, self.array, GSet.range(0, n - 1), element=True)
+        for key, val in self.env.items():
+            if isinstance(val, Aff) and val.a == 0:
+                sub.env[key] = val
+            elif isinstance(val, GSet) and val in (self.universe, GSet()):
+                sub.env[key] = sub.universe if val else GSet()
+        sub.defs = dict(self.defs)
+        sub.env[gs.var.id] = Aff(1, 0)
+        items, _ = sub.walk(gs.body, sub.universe)
+        if self.first_store is None:
+            self.first_store = sub.first_store
+        self.notes += sub.notes
+        return items
 
     def _if(self, c: Expr, t: Stmt, e: Stmt | None,
             alive: GSet) -> tuple[list[tuple[GSet, Aff]], GSet]:
@@ -438,6 +556,9 @@ class _Analysis:
                           f"{self.array.name} has bounds that are not known constants: "
                           f"{why}", s.loc)
         ks = range(lo.b, hi.b - 1, -1) if s.down else range(lo.b, hi.b + 1)
+        if len(ks) > MAX_UNROLL and not any(isinstance(n, Ref) and n.var == s.var
+                                            for n in iter_nodes(s.body)):
+            return self._same_iterations(s, len(ks), alive)
         if len(ks) > MAX_UNROLL:
             raise _Unsure("LEG-5", f"the loop over {s.var.name} around a store of "
                           f"{self.array.name} has {len(ks)} iterations, more than "
@@ -449,6 +570,25 @@ class _Analysis:
             items += got
         self.env.pop(s.var.id, None)
         return items, alive
+
+    def _same_iterations(self, s: For, count: int, alive: GSet
+                         ) -> tuple[list[tuple[GSet, Aff]], GSet]:
+        """A loop of more than ``MAX_UNROLL`` iterations whose body does not read its
+        variable (LEG-23): every iteration is the same function of the threads that
+        start it — it stores the same pieces for the threads alive then and lets the
+        same subset continue (what the analysis knows depends on the thread alone: a
+        return under a test it does not know is refused, LEG-4), so after the second
+        iteration the alive set is fixed and every later iteration stores what the
+        second stores, which the first stored too. The pieces of the first two
+        iterations stand for all of them: exactly-once storage (LEG-3) then refuses an
+        element stored again where the consumer acts on it, and only there."""
+        first, after1 = self.walk(s.body, alive)
+        second, after2 = self.walk(s.body, after1)
+        if second:
+            self.notes.append(f"the loop over {s.var.name} runs {count} times and its body, "
+                              f"which does not depend on {s.var.name}, stores the same "
+                              f"elements of {self.array.name} in every iteration, LEG-23")
+        return first + second, after2
 
 
 def _key(items: list[tuple[GSet, Aff]]) -> list[tuple[tuple[tuple[int, int], ...], int, int]]:
@@ -584,7 +724,7 @@ def _missing(pieces: Sequence[tuple[int, int, Aff]], dom: GSet) -> str:
 # ---------------------------------------------------------------------------- buffers
 
 
-def _partial_alias(launches: Sequence[Launch]) -> str | None:
+def partial_alias(launches: Sequence[Launch]) -> str | None:
     """Two arrays bound in ``launches`` that overlap without being the same buffer
     (LEG-1: the same memory, shape, strides and dtype), or one a kernel writes whose own
     elements overlap (a stride-0 or ``as_strided`` view: no buffer of distinct elements,
@@ -717,6 +857,10 @@ def index_slice(producer: Launch, p_array: str, tc: int | Expr,
     once (the seed's ``Index_slice``), or raise :class:`FusionRefused` (LEG-2..LEG-6,
     LEG-12 when counts or arguments are symbolic). With ``acting``, only the elements
     the consumer's body acts on must be stored exactly once (LEG-18)."""
+    # read as the kernel runs on this launch (EF-20, EF-23): a fused kernel's producer
+    # part keeps the user's spelling and is proved again at each launch (LEG-14)
+    producer = attrs.evolve(
+        producer, kernel=on_launch(producer.kernel, producer.threads, producer.block))
     k = producer.kernel
     arr = k.param(p_array)
     for a in accesses_stmt(k.body, k.helpers):
@@ -747,7 +891,9 @@ def index_slice(producer: Launch, p_array: str, tc: int | Expr,
         dom = None if acting is None else acting_set(acting, tc)
         exactly_once(items, tc, p_array, consumer, an.first_store or k.loc, dom)
     except _Unsure as u:
-        raise FusionRefused(u.rule, f"{k.name}: {u.message}", u.loc or k.loc) from None
+        notes = "".join(f" ({note})" for note in dict.fromkeys(an.notes))
+        raise FusionRefused(u.rule, f"{k.name}: {u.message}{notes if u.rule == 'LEG-3' else ''}",
+                            u.loc or k.loc) from None
     return None
 
 
@@ -807,6 +953,8 @@ def _index_slice_symbolic(producer: Launch, arr: Var, tc: int | Expr,
                                                           *c_binding.values()]
                                   if e is not None))
     ctx = AffineCtx(invariant=frozenset(v for v in symbols if v.mutable))
+    # a grid-stride loop: its element view, an n-thread launch of its body (LEG-21)
+    body, loop_bound, loop_note = _symbolic_element_view(producer, arr, body, counts, ctx)
     sites = store_sites_why(body, arr, ctx)
     if isinstance(sites, NotExact):
         rule = _NOT_EXACT_RULE.get(sites.kind, "LEG-4" if sites.data else "LEG-2")
@@ -822,11 +970,19 @@ def _index_slice_symbolic(producer: Launch, arr: Var, tc: int | Expr,
     # them to be exact integers: it holds for the host values where they do not wrap
     # (LEG-19), and every launch of the fused kernel proves again with its own numbers
     # (LEG-14), so a launch whose counts wrapped is proved then or refused
-    no_wrap, assumed = _count_facts([e for e in counts if e is not None], ctx)
+    no_wrap, assumed = _count_facts([e for e in (*counts, loop_bound) if e is not None], ctx)
+    # the threads that run the stores: the launch's, or the elements of a grid-stride
+    # loop's element view [0, n) (LEG-21)
+    runs = forms[0] if loop_bound is None else to_affine(loop_bound, ctx)
+    if runs is None:
+        assert loop_bound is not None
+        raise FusionRefused("LEG-21", f"{k.name}: the bound {quote(loop_bound)} of the "
+                            f"grid-stride loop is not affine in the host symbols: "
+                            f"{affine_cause(loop_bound, ctx).text}", loop_bound.loc or k.loc)
     # a launch runs on 0 .. 2^31-1 threads, ep_tc is an i32 (LEG-6, LEG-19)
     launch_facts: list[Constraint | bool] = [ge0(forms[0]), ge0(I32_MAX - forms[0]),
                                              ge0(forms[1]), ge0(I32_MAX - forms[1])]
-    wraps = _may_wrap(body, arr, ctx, forms[0], [*no_wrap, *launch_facts])
+    wraps = _may_wrap(body, arr, ctx, runs, [*no_wrap, *launch_facts])
     if wraps is not None:
         threads_text = print_expr(counts[0]) if counts[0] is not None else "?"
         raise FusionRefused("LEG-6", f"{k.name}: {wraps.text()} for some value of the host "
@@ -838,21 +994,79 @@ def _index_slice_symbolic(producer: Launch, arr: Var, tc: int | Expr,
     assume = Dnf.of(*no_wrap, *launch_facts)
     domain = None if acting is None else acting_condition(
         acting, symbols, ctx, forms[1], [*no_wrap, *launch_facts])
-    cov = covers_exactly_once(sites, Intrinsic("global_thread_id"), forms[0], forms[1],
+    cov = covers_exactly_once(sites, Intrinsic("global_thread_id"), runs, forms[1],
                               assume=assume, uniform_vars=symbols, domain=domain)
     if not cov:
         raise FusionRefused("LEG-12", f"{k.name}: for symbolic counts, {cov.reason} "
                             f"(of {arr.name}; count: the consumer's thread count "
                             f"{print_expr(counts[1]) if counts[1] is not None else '?'}, "
                             f"threads: the producer's "
-                            f"{print_expr(counts[0]) if counts[0] is not None else '?'})",
+                            f"{print_expr(counts[0]) if counts[0] is not None else '?'})"
+                            + ("" if loop_bound is None else
+                               f" (its stores are its grid-stride loop's, one for each "
+                               f"element of [0, {print_expr(loop_bound)}), LEG-21)"),
                             sites[0].loc if sites else k.loc)
-    if not assumed:
+    if not assumed and loop_note is None:
         return None
     shown = list(dict.fromkeys(f"`{print_expr(e)}` within {t}" for e, t in assumed))
+    if loop_note is not None:
+        shown.append(loop_note)
     return ("proved for the values of the host symbols where the thread counts do not wrap: "
             + ", ".join(shown) + "; a launch where they wrap is proved again with its "
             "numbers, LEG-14, LEG-19")
+
+
+def _symbolic_element_view(producer: Launch, arr: Var, body: Stmt,
+                           counts: list[Expr | None], ctx: AffineCtx
+                           ) -> tuple[Stmt, Expr | None, str | None]:
+    """LEG-21 on the symbolic path: a producer whose stores of ``arr`` are all in one
+    grid-stride loop reached by every thread, with a stride proved to be its thread
+    count, stores what its element view stores — ``body`` replaced by the loop's body
+    with the counter as the thread id, the producer's count by the loop's bound. The
+    step's no-wrap fact (LEG-22: ``n - 1 + stride`` within the counter's type) is not
+    proved from the host symbols: it is returned as what the proof assumes, and each
+    launch proves it again with its numbers (LEG-14)."""
+    k = producer.kernel
+    for w in iter_stmts(body):
+        if not isinstance(w, While):
+            continue
+        jump = first_jump(w.body)
+        if jump is not None and any(isinstance(x, Store) and x.array == arr
+                                    for x in iter_stmts(w.body)):
+            raise FusionRefused("EF-19", f"{k.name}: a while loop that stores {arr.name} has "
+                                f"a {jump_word(jump)}: which threads store which elements "
+                                "is not followed through a break or continue",
+                                jump.loc or w.loc)
+    view = element_body(body, arr, ctx.invariant)
+    if view is None:
+        return body, None, None
+    if isinstance(view, NotGridStride):
+        raise FusionRefused("LEG-21", f"{k.name}: a while loop stores {arr.name}, and it is "
+                            f"not a grid-stride loop over all threads: {view.reason}",
+                            view.loc or k.loc)
+    gs = view.loop
+    # the loop as the user wrote it (before the arguments were put in), for the messages
+    own = element_body(k.body, arr, ctx.invariant)
+    name = own.loop.name if isinstance(own, ElementBody) else gs.name
+    threads = counts[0]
+    if threads is None:
+        return body, None, None  # refused with the thread count (LEG-12)
+
+    def equal(a: Expr, b: Expr) -> bool:
+        fa, fb = to_affine(a, ctx), to_affine(b, ctx)
+        return fa is not None and fb is not None and (fa - fb).is_constant \
+            and (fa - fb).const == 0
+
+    problem = stride_is_thread_count(view.stride, threads, producer.block, equal, gs.bound,
+                                     own.stride if isinstance(own, ElementBody) else None)
+    if problem is not None:
+        raise FusionRefused("LEG-21", f"{k.name}: {name} stores {arr.name}, and it is "
+                            f"not a grid-stride loop over all threads: {problem}",
+                            gs.loop.loc or k.loc)
+    t = gs.var.type
+    note = (f"`{print_expr(gs.bound)} - 1 + {print_expr(gs.stride)}` within {t} (the step "
+            f"of {name}, LEG-22)")
+    return view.body, gs.bound, note
 
 
 def _count_facts(counts: Sequence[Expr], ctx: AffineCtx
@@ -910,7 +1124,7 @@ def launch_window(producer: Launch, consumer: Launch, c: Consumer,
     """With the buffers of both launches: C reads nothing else P writes, and writes
     nothing P or C reads elsewhere (the seed's ``Launch_window``, LEG-7)."""
     pb, cb = _buffers(producer, "p"), _buffers(consumer, "c")
-    partial = _partial_alias((producer, consumer))
+    partial = partial_alias((producer, consumer))
     if partial is not None:
         raise FusionRefused("LEG-7", partial, consumer.kernel.loc)
     inter = pb[p_array]
@@ -981,9 +1195,13 @@ def check_launches(producer: Launch, consumer: Launch, *,
     """Both checks of the seed (``Index_slice``, ``Launch_window``) on two launches;
     returns the intermediate and the ``shared`` mapping to fuse with, or raises
     :class:`FusionRefused` with the rule that refuses."""
-    c = consumer_shape(consumer.kernel)
+    # both read in the canonical thread-element form, on their 1-D launches (EF-20,
+    # EF-22, EF-23; an n-D launch is refused before, LEG-14): the same values there
+    c = consumer_shape(on_launch(consumer.kernel, consumer.threads, consumer.block))
+    producer = attrs.evolve(
+        producer, kernel=on_launch(producer.kernel, producer.threads, producer.block))
     well_formed(producer.kernel, "producer")  # EF-1: the analysis reads it as checked IR
-    partial = _partial_alias((producer, consumer))  # before pairing: LEG-1, LEG-7
+    partial = partial_alias((producer, consumer))  # before pairing: LEG-1, LEG-7
     if partial is not None:
         raise FusionRefused("LEG-7", partial, consumer.kernel.loc)
     shared = derive_shared(producer, consumer)

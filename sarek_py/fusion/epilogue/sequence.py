@@ -20,18 +20,23 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
+from sarek_py.fusion.atomics import refuse_atomic_kernels
 from sarek_py.fusion.epilogue.buffers import arg_buffer
 from sarek_py.fusion.epilogue.fuse_kernels import fuse
+from sarek_py.fusion.epilogue.grid_stride_consumer import element_wise_consumer
 from sarek_py.fusion.epilogue.legality import check_launches
+from sarek_py.fusion.epilogue.threadwise import fuse_threadwise
 from sarek_py.fusion.epilogue.user_names import fused_names, in_user_names
 from sarek_py.fusion.policy import Target, contraction_refusal
 from sarek_py.fusion.refusal import FusionRefused, Options
+from sarek_py.fusion.shared_memory import refuse_dynamic_shared
 from sarek_py.ir.deep import SHALLOW, call_deep, deep, in_deep_thread, tree_depth
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.host.evaluate import host_eval
 from sarek_py.ir.host.launch import Launch, LaunchArg, Sync, is_symbolic
 from sarek_py.ir.host.program import Block, HAssign, Program
 from sarek_py.ir.nodes import Kernel, Loc, Ref
+from sarek_py.ir.thread_index import on_launch
 from sarek_py.ir.visit import var_names
 
 
@@ -93,14 +98,70 @@ def fuse_pair(p: Launch, c: Launch, name: str | None = None) -> Launch:
 def _fuse_pair_noted(p: Launch, c: Launch, name: str | None = None
                      ) -> tuple[Launch, str | None]:
     """:func:`fuse_pair` and what its proof assumed that every launch checks (LEG-19)."""
-    for lc in (p, c):  # the proofs and the launch conditions are 1-D (LEG-14, LCH-28)
+    refuse_dynamic_shared(p.kernel, c.kernel)  # LEG-50, before any other analysis
+    refuse_atomic_kernels(p.kernel, c.kernel)  # LEG-20, before any other analysis
+    p, c = by_counts(p), by_counts(c)
+    if p.shaped and c.shaped:  # same shape: each thread runs P's part, then C's (LEG-30)
+        return _threadwise(p, c, name), None
+    try:
+        return _epilogue(p, c, name)
+    except FusionRefused as refused:
+        # a consumer that is not element-wise (EF-1 .. EF-4) on launches of one thread
+        # count and block size may still fuse thread-wise (LEG-30); the epilogue fusion's
+        # refusal is the one reported
+        if p.shaped or c.shaped or not same_counts(p, c) or refused.rule not in _SHAPE_RULES:
+            raise
+        try:
+            return _threadwise(p, c, name), None
+        except FusionRefused as tw:
+            raise FusionRefused(refused.rule, f"{refused.reason}; nor thread-wise (LEG-30): "
+                                f"{tw.reason}", refused.loc, options=refused.options) from None
+
+
+#: the refusals of a consumer that is not element-wise, after which a pair of 1-D launches
+#: of one thread count and block size is tried thread-wise (LEG-14, LEG-30)
+_SHAPE_RULES = frozenset({"EF-1", "EF-2", "EF-3", "EF-4"})
+
+
+def _threadwise(p: Launch, c: Launch, name: str | None) -> Launch:
+    tw = fuse_threadwise(p, c, name)
+    return attrs.evolve(tw, kernel=with_buffer_groups(tw))
+
+
+def by_counts(lc: Launch) -> Launch:
+    """A launch of one dimension given by a grid and block shape of numbers, as the same
+    launch by thread count and block size (LCH-28): ``<<<(g,), (b,)>>>`` is ``g * b``
+    threads in blocks of ``b``."""
+    if not lc.shaped or lc.dims != 1:
+        return lc
+    g = lc.grid[0] if lc.grid else 1
+    b = lc.block_shape[0] if lc.block_shape else lc.block
+    if not (isinstance(g, int) and isinstance(b, int)):
+        return lc
+    return attrs.evolve(lc, thread_count=g * b, block_size=b, grid=(), block_shape=())
+
+
+def same_counts(p: Launch, c: Launch) -> bool:
+    """Whether two launches by counts have one thread count and block size (numbers, or
+    host expressions written alike)."""
+    return p.threads == c.threads and p.block == c.block
+
+
+def _epilogue(p: Launch, c: Launch, name: str | None) -> tuple[Launch, str | None]:
+    for lc, other in ((p, c), (c, p)):  # the epilogue fusion is 1-D (LEG-14, LCH-28)
         if lc.shaped:
             raise FusionRefused(
                 "LEG-14", f"the launch of {lc.kernel.name} has a grid and block shape "
-                f"({lc.dims} dimensions): the fusion proofs and a fused kernel's launch "
-                "conditions cover launches by thread count and block size only", lc.loc)
+                f"({lc.dims} dimensions) and the launch of {other.kernel.name} has not: a "
+                "launch with a shape fuses only with one of the same shape (thread-wise, "
+                "LEG-30); the epilogue fusion's proofs and launch conditions cover launches "
+                "by thread count and block size", lc.loc)
+    c = element_wise_consumer(c)  # a grid-stride consumer as the element-wise one (EF-25)
     plan = check_launches(p, c)
-    k = fuse(p.kernel, c.kernel, shared=plan.shared, p_array=plan.p_array, name=name)
+    # the consumer as it runs on its launch (EF-23): its element is what the proof read;
+    # its head does not reach the fused kernel, which runs its body at each stored element
+    ck = on_launch(c.kernel, c.threads, c.block)
+    k = fuse(p.kernel, ck, shared=plan.shared, p_array=plan.p_array, name=name)
     out = fused_launch(p, c, k, plan.shared)
     return attrs.evolve(out, kernel=with_buffer_groups(out)), plan.note
 

@@ -50,6 +50,7 @@ from sarek_py.analysis.effects import (
     program_helper_effects,
     stmt_effects,
 )
+from sarek_py.fusion.atomics import refusal as atomic_refusal
 from sarek_py.fusion.loops.cost import DEFAULT_THRESHOLD, CostDecision, CostItem, decide, operations
 from sarek_py.fusion.loops.effects import Effects, effects, is_self_contained, unknown_effect
 from sarek_py.fusion.loops.inline import inline_stmt
@@ -865,6 +866,10 @@ def fuse_program(program: Program, options: FusionOptions = FusionOptions()
     """Fuse every adjacent pair of parallel loops the rules allow (LF-1..LF-15), in the
     program body and in each procedure's body (LF-17); give the new program and a report
     per pair. ``options.swap`` ping-pongs renamed arrays (specs/ping-pong.md)."""
+    held = atomic_refusal((program.body, program.procedures, program.helpers),
+                          f"program {program.name}", into_kernels=False)
+    if held is not None:  # LEG-20 (a checked program has none there: HP-20)
+        raise held
     rw = _Rewriter(program, options)
     rw.find(program.body, [])
     for proc in program.procedures:

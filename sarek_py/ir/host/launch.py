@@ -25,7 +25,10 @@ looked up by name in the host environment by :mod:`sarek_py.host.execute`) or *b
   and the host ``stop`` statements replayed after the next sync;
 * ``overwritten``/``overwritten_if`` — array arguments the kernel assigns whole before
   reading them, when the matching host condition holds: not copied in (write-discard)
-  unless another argument overlaps the buffer.
+  unless another argument overlaps the buffer;
+* ``shared`` — the extent, in *elements* (not bytes), of the kernel's dynamic shared
+  array (``shared s : f32[]``, IR-50): an integer in 0..2**31-1 or an integer host
+  expression; ``None`` exactly for a kernel without one (LCH-50).
 
 A statement of a host program is symbolic throughout (:func:`check_launch`, LCH-1);
 :func:`KernelLaunch` is the spelling of a launch by parameter name, bound or symbolic.
@@ -41,6 +44,7 @@ import attrs
 import numpy as np
 
 from sarek_py.ir.diagnostics import LaunchError, SarekError
+from sarek_py.ir.dynamic_shared import dynamic_shared
 from sarek_py.ir.effects import kernel_may_stop as can_stop
 from sarek_py.ir.host.evaluate import host_eval
 from sarek_py.ir.launch_axes import first_axis_use
@@ -168,6 +172,23 @@ def _args_key(args: tuple[LaunchArg, ...]) -> Hashable:
     return tuple(_arg_key(a) for a in args)
 
 
+MAX_SHARED = 2 ** 31 - 1
+
+
+def _shared(v: object) -> int | Expr | None:
+    """The dynamic shared extent of a launch, in elements (LCH-50): ``None``, an integer in
+    0..2**31-1 or a host expression; a ``bool``, float or other object is a
+    ``TypeError``, a number out of range a ``ValueError``."""
+    if v is None or is_symbolic(v):
+        return v
+    if isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer):
+        raise TypeError(f"Launch shared (elements of the dynamic shared array) must be an "
+                        f"integer, not {type(v).__name__} {v!r}")
+    if not 0 <= int(v) <= MAX_SHARED:
+        raise ValueError(f"Launch shared = {int(v)} elements is not in 0..{MAX_SHARED}")
+    return int(v)
+
+
 def _args(v: object) -> tuple[LaunchArg, ...]:
     if isinstance(v, Mapping) or not isinstance(v, tuple | list):
         raise TypeError(f"Launch args must be a tuple with one argument per kernel parameter "
@@ -205,6 +226,9 @@ class Launch:
     #: an n-D launch are the products of the extents (:func:`shape_counts`)
     grid: tuple[int | Expr, ...] = attrs.field(default=(), converter=_extents)
     block_shape: tuple[int | Expr, ...] = attrs.field(default=(), converter=_extents)
+    #: the extent in ELEMENTS of the kernel's dynamic shared array (``shared s : T[]``),
+    #: ``None`` for a kernel without one (LCH-50)
+    shared: int | Expr | None = attrs.field(default=None, converter=_shared, kw_only=True)
     loc: Loc | None = _loc()
 
     @property
@@ -314,6 +338,7 @@ class Launch:
                      for p, a in zip(self.kernel.params, self.args, strict=False))
         args += self.args[len(args):]
         threads, block = value(self.thread_count), value(self.block_size)
+        shared = None if self.shared is None else value(self.shared)
         grid = tuple(value(e) for e in self.grid)
         bshape = tuple(value(e) for e in self.block_shape)
         if any(is_symbolic(e) for e in grid + bshape):
@@ -322,6 +347,7 @@ class Launch:
             threads, block = self.thread_count, self.block_size
             grid, bshape = self.grid, self.block_shape
         if (threads is self.thread_count and block is self.block_size
+                and shared is self.shared
                 and all(a is b for a, b in zip(args, self.args, strict=True))
                 and all(a is b for a, b in zip(grid + bshape,
                                                self.grid + self.block_shape, strict=True))):
@@ -342,12 +368,17 @@ class Launch:
             if not low <= v <= high:
                 raise LaunchError(f"launch of {self.kernel.name}: the {what} {v} is not in "
                                   f"{low}..{high}", self.loc)
+        if shared is not None and not is_symbolic(shared) and (
+                isinstance(shared, bool | np.bool_) or not isinstance(shared, int)
+                or not 0 <= shared <= MAX_SHARED):
+            raise LaunchError(f"launch of {self.kernel.name}: the shared extent {shared!r} "
+                              f"is not an integer in 0..{MAX_SHARED} (elements)", self.loc)
         return attrs.evolve(self, thread_count=threads, block_size=block, args=args,
-                            grid=grid, block_shape=bshape)
+                            grid=grid, block_shape=bshape, shared=shared)
 
 
 def KernelLaunch(kernel: object, threads: object, block: object = 256,  # noqa: N802
-                 args: object = None) -> Launch:
+                 args: object = None, *, shared: object = None) -> Launch:
     """A :class:`Launch` spelled by parameter name: ``threads`` threads (ids
     ``0 .. threads-1``) in blocks of ``block``, ``args`` mapping every parameter name of
     ``kernel`` to its argument (specs/fusion-legality.md LEG-1, specs/launch.md LCH-23).
@@ -366,7 +397,10 @@ def KernelLaunch(kernel: object, threads: object, block: object = 256,  # noqa: 
 
     CUDA's spelling of a launch of 1 to 3 dimensions (LCH-28): when ``threads`` or
     ``block`` is a tuple, ``threads`` is the grid (in blocks, an int is one extent) and
-    ``block`` the block shape; the counts are their products."""
+    ``block`` the block shape; the counts are their products.
+
+    ``shared`` is the extent in *elements* of the kernel's dynamic shared array
+    (``shared s : f32[]``, LCH-50): required for such a kernel, refused for any other."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"KernelLaunch kernel must be an IR Kernel, not {type(kernel).__name__}")
     if isinstance(threads, tuple | list) or isinstance(block, tuple | list):
@@ -376,12 +410,37 @@ def KernelLaunch(kernel: object, threads: object, block: object = 256,  # noqa: 
         if any(is_symbolic(e) for e in bshape):
             raise TypeError("KernelLaunch block extents must be integers")
         t, b = shape_counts(grid, bshape)
-        return Launch(kernel, t, b, _named_args(kernel, args), grid=grid, block_shape=bshape)
+        return Launch(kernel, t, b, _named_args(kernel, args), grid=grid, block_shape=bshape,
+                      shared=_dynamic_extent(kernel, shared))
     t = count(threads, "threads", 0, "KernelLaunch")
     b = count(block, "block", 1, "KernelLaunch")
     if is_symbolic(b):
         raise TypeError(f"KernelLaunch block must be an integer, not {type(b).__name__} {b!r}")
-    return Launch(kernel, t, b, _named_args(kernel, args))
+    return Launch(kernel, t, b, _named_args(kernel, args),
+                  shared=_dynamic_extent(kernel, shared))
+
+
+def _dynamic_extent(kernel: Kernel, shared: object) -> int | Expr | None:
+    """``shared`` checked against the kernel (LCH-50): ``ValueError`` when the kernel has
+    a dynamic shared array and no extent is given, or an extent and no such array."""
+    problem = shared_problem(kernel, shared is not None)
+    if problem is not None:
+        raise ValueError(f"KernelLaunch of {kernel.name}: {problem}")
+    return _shared(shared)
+
+
+def shared_problem(kernel: Kernel, given: bool) -> str | None:
+    """Why a launch of ``kernel`` that does (``given``) or does not give a dynamic shared
+    extent is wrong, or None (LCH-50)."""
+    dyn = dynamic_shared(kernel)
+    if dyn is not None and not given:
+        return (f"[LCH-50] kernel {kernel.name} has the dynamic shared array {dyn.name} "
+                f"({dyn.type}): the launch must give its extent in elements (shared=N; "
+                f"'shared N' in launch text)")
+    if dyn is None and given:
+        return (f"[LCH-50] kernel {kernel.name} has no dynamic shared array (shared x : "
+                f"T[]), so the launch cannot give a shared extent")
+    return None
 
 
 def _named_args(kernel: Kernel, args: object) -> tuple[LaunchArg, ...]:
@@ -469,6 +528,15 @@ def check_launch(node: Launch) -> None:
     if type_of(block) not in (Scalar.I32, Scalar.I64):
         raise fail("block_size must be an integer")
     _check_shape(node, fail)
+    problem = shared_problem(k, node.shared is not None)
+    if problem is not None:
+        raise fail(problem)
+    if node.shared is not None:
+        if not is_symbolic(node.shared):
+            raise fail(f"the shared extent {node.shared!r} is a bound value, not a host "
+                       "expression")
+        if type_of(node.shared) not in (Scalar.I32, Scalar.I64):
+            raise fail(f"the shared extent must be an integer, not {type_of(node.shared)}")
     seen: set[int] = set()
     for s in node.scratch:
         if not 0 <= s.argument < len(k.params) or s.argument in seen:

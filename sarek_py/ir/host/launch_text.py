@@ -7,7 +7,8 @@
              | 'sync'
     counts  := 'threads' expr 'block' expr
              | 'grid' extents 'block' extents      extents := '(' expr [',' expr [',' expr]] ')'
-    clause  := 'scratch' NAME 'size' expr ['read_back' expr]
+    clause  := 'shared' expr                       (elements of the dynamic shared array)
+             | 'scratch' NAME 'size' expr ['read_back' expr]
              | 'status' NAME ['replay' '(' 'stop' INT (';' 'stop' INT)* ')']
              | 'overwritten' NAME ['if' expr]
     program := [host] stmt*
@@ -21,13 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sarek_py.ir.diagnostics import ParseError
+from sarek_py.ir.diagnostics import LaunchError, ParseError
 from sarek_py.ir.host.launch import (
     HostStmt,
     Launch,
     ScratchBuffer,
     Sync,
     check_launch,
+    is_symbolic,
     shape_counts,
 )
 from sarek_py.ir.lexer import EOF, INT, NAME, Token
@@ -113,8 +115,16 @@ class HostParser(Parser):
         replay: list[Stop] = []
         over: list[Var] = []
         over_if: list[Expr] = []
+        shared: Expr | None = None
         while True:
-            if self.word("scratch"):
+            shared_tok = self.peek()
+            if self.accept("shared"):  # the dynamic shared extent, in elements (LCH-51)
+                if shared is not None:
+                    raise self.error("a launch gives its shared extent once", shared_tok)
+                count_tok = self.peek()
+                shared = self.parse_expr(Scalar.I32)
+                self._count_in_range(shared, count_tok, "shared extent", 0, 2 ** 31 - 1)
+            elif self.word("scratch"):
                 v = self.host_var()
                 index = self._arg_index(args, v)
                 self.expect_word("size")
@@ -141,7 +151,7 @@ class HostParser(Parser):
                 break
         node = Launch(kernel, threads, block, tuple(args), tuple(scratch), status,
                       tuple(replay), tuple(over), tuple(over_if), grid=grid,
-                      block_shape=bshape, loc=self.loc(start))
+                      block_shape=bshape, shared=shared, loc=self.loc(start))
         check_launch(node)
         return node
 
@@ -214,6 +224,12 @@ def print_launch(node: Launch) -> str:
         head = (f"launch {node.kernel.name}({args}) threads {print_expr(threads)} "
                 f"block {print_expr(block)}")
     clauses: list[str] = []
+    if node.shared is not None:  # LCH-51
+        if not is_symbolic(node.shared):
+            raise LaunchError(f"launch of {node.kernel.name}: the shared extent "
+                              f"{node.shared!r} is a bound value, not a host expression",
+                              node.loc)
+        clauses.append(f"shared {print_expr(node.shared)}")
     for s in node.scratch:
         c = f"scratch {node.arg_name(s.argument)} size {print_expr(s.size)}"
         if s.read_back is not None:
@@ -242,6 +258,8 @@ def host_vars(stmts: Sequence[HostStmt]) -> list[Var]:
             continue
         threads, block, args = s.host_exprs()
         exprs: list[Expr] = [*args, threads, block, *s.overwritten_if]
+        if is_symbolic(s.shared):
+            exprs.append(s.shared)
         for sc in s.scratch:
             exprs += [sc.size] + ([sc.read_back] if sc.read_back is not None else [])
         for e in exprs:
