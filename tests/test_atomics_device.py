@@ -462,11 +462,9 @@ def test_ir33_cg31_float_min_max_order_signed_zeros_and_nans_bitwise() -> None:
 
 
 @pytest.mark.opencl
-@pytest.mark.xfail(strict=True, reason="pre-existing, outside the atomics slice: the min/max "
-                   "intrinsics are numpy's fmin/fmax in the interpreter and OpenCL's fmin/fmax "
-                   "on PoCL, which order +0.0 and -0.0 differently (interpreter min(0.0, -0.0) "
-                   "= +0.0, PoCL -0.0), though CG-8/EXACT_MATH promise bitwise equality")
 def test_cg8_min_max_intrinsics_of_signed_zeros_bitwise() -> None:
+    """CG-8, CG-40: min/max of +0.0 and -0.0 agree bitwise between the interpreter and
+    OpenCL (a regression: fmin/fmax left the sign open)."""
     be = opencl()
     k = kernel_of("""kernel k(a : f32[], b : f32[], mn : f32[], mx : f32[]) =
       let i = global_thread_id in

@@ -464,3 +464,69 @@ def test_ef23_fuse_names_the_literal_block_as_the_cause() -> None:
     assert info.value.rule == "EF-1"
     assert "names the block size as a number" in info.value.reason
     assert "fuse_launches" in info.value.reason
+
+
+def test_ef23_fused_kernel_carries_the_consumers_launch_facts() -> None:
+    """EF-23: a fusion that read the consumer's element from its launch carries the facts:
+    ``block(64)`` for a literal block, with ``within(ep_tc)`` for one block; the text reads
+    back; a relaunch on the same block runs, on another block or with more consumer
+    threads than the block is refused (a red-team finding: the fused kernel was accepted
+    on another block and differed from the unfused pair there)."""
+    from sarek_py.ir.nodes import Module
+    from sarek_py.ir.printer import print_module
+    p, c = _pair(LITERAL)
+    new, rep = fuse_launches([KernelLaunch(p, 256, 64, {"x": "X", "y": "Y", "n": 200}),
+                              KernelLaunch(c, 256, 64, {"y": "Y", "z": "Z", "n": 200})])
+    k = new[0].kernel
+    text = print_module(Module(kernels=(k,)))
+    assert "block(64)" in text and "within" not in text, text
+    again = parse_module(text, "again.sk")
+    check_module(again)
+    assert again.kernels[0].requires == k.requires
+    b = _bufs(np.float32, 256)
+    args = {q: b[v] if isinstance(v, str) else v for q, v in new[0].by_name.items()}
+    run_kernel(k, args, 256, 64)  # the same block: runs
+    p1, c1 = _pair(ONE_BLOCK)
+    new1, _ = fuse_launches([KernelLaunch(p1, 64, 64, {"x": "X", "y": "Y"}),
+                             KernelLaunch(c1, 64, 64, {"y": "Y", "z": "Z"})])
+    k1 = new1[0].kernel
+    assert k1.requires is not None and k1.requires.block == 64
+    assert k1.requires.within == ("ep_tc",)
+    t1 = print_module(Module(kernels=(k1,)))
+    assert "block(64) within(ep_tc)" in t1, t1
+    b1 = _bufs(np.int32, 128)
+    args1 = {q: b1[v] if isinstance(v, str) else v for q, v in new1[0].by_name.items()}
+    args1["ep_tc"] = 100
+    with pytest.raises(SarekError, match="one block"):
+        run_kernel(k1, args1, 64, 64)
+
+
+def test_ef23_producer_block_other_than_the_consumers_is_refused() -> None:
+    """EF-23: a consumer whose element needs its own launch's block (64) is refused when
+    the producer's launch, which the fused kernel keeps, has blocks of 128."""
+    _, c = _pair(LITERAL)
+    p = kernel("kernel p(x : f32[], y : f32[], n : i32) =\n  let i = global_thread_id in\n"
+               "  if i < n then y[i] <- x[i] * 2.0f\n")
+    _, rep = fuse_launches([KernelLaunch(p, 256, 128, {"x": "X", "y": "Y", "n": 200}),
+                            KernelLaunch(c, 256, 64, {"y": "Y", "z": "Z", "n": 200})])
+    assert not rep[0].fused and rep[0].rule == "EF-23", rep[0]
+    assert "blocks of 64" in (rep[0].reason or "") and "blocks of 128" in (rep[0].reason or "")
+    new, rep = fuse_launches([KernelLaunch(p, 256, 64, {"x": "X", "y": "Y", "n": 200}),
+                              KernelLaunch(c, 256, 64, {"y": "Y", "z": "Z", "n": 200})])
+    assert rep[0].fused, rep[0]
+
+
+@pytest.mark.parametrize("clause,msg", [
+    ("fused(p, c, p_y, ep_tc) within(ep_tc)", "within(...) needs the block"),
+    ("fused(p, c, p_y, ep_tc) block(0)", "block(...) holds one block size"),
+    ("fused(p, c, p_y, ep_tc) block(64) block(64)", "block(...) holds one block size"),
+    ("range(ep_tc > 0) block(64)", "block(...) and within(...) belong to a fused kernel"),
+])
+def test_txt40_block_and_within_clauses_are_checked(clause: str, msg: str) -> None:
+    """TXT-40 with EF-23: ``block(B)`` and ``within(...)`` read back only as a fused
+    kernel's conditions, one block size, ``within`` with its block; else a located error."""
+    text = (f"kernel k(p_y : f32[], ep_tc : i32)\n  requires {clause} =\n"
+            "  p_y[global_thread_id] <- 1.0f\n")
+    with pytest.raises(SarekError, match=r"k\.sk:2:\d+: error: .*" + msg.replace("(", r"\(")
+                       .replace(")", r"\)").replace(".", r"\.")):
+        parse_module(text, "k.sk")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -233,7 +235,9 @@ def test_hp9_a_program_run_many_times_is_checked_once() -> None:
 # ---------------------------------------------------------------- TXT-26: S-expressions
 
 
-def _programs_for_sexp() -> list[tuple[str, object]]:
+@functools.cache
+def _programs_for_sexp() -> tuple[tuple[str, object], ...]:
+    """The programs of the TXT-26 cases, built once per process (they are frozen)."""
     from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
     from sarek_py.host.offload import offload
     from sarek_py.ir.host.text import parse_program_file
@@ -251,8 +255,8 @@ begin
   deallocate a; stop 2
 end
 """)
-    return [("example", src), ("fused+swap", swapped), ("offloaded", offload(swapped)),
-            ("offloaded tiles", offload(src, numbering="tiles")), ("statements", other)]
+    return (("example", src), ("fused+swap", swapped), ("offloaded", offload(swapped)),
+            ("offloaded tiles", offload(src, numbering="tiles")), ("statements", other))
 
 
 @pytest.mark.parametrize("case", range(5))

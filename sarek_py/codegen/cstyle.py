@@ -44,6 +44,7 @@ from sarek_py.codegen.bounds import (
     set_name,
 )
 from sarek_py.codegen.dialect import Dialect
+from sarek_py.codegen.minmax import minmax_name, minmax_prelude
 from sarek_py.codegen.names import Namer
 from sarek_py.codegen.speculate import speculation_guard
 from sarek_py.codegen.wrap import BINARY_WORDS, WrapOp, wrap_name, wrap_prelude
@@ -385,6 +386,10 @@ class _Function:
             # never meets it
             self.wrapping.add(("abs", t))
             return f"{wrap_name('abs', t)}({self.expr(args[0])[0]})", _PRIMARY
+        if n in ("min", "max") and t.is_float:  # one sign for zeros on every backend (CG-40)
+            self.wrapping.add((n, t))
+            return (f"{minmax_name(n, t)}({', '.join(self.expr(a)[0] for a in args)})",
+                    _PRIMARY)
         fn = self.d.math[(n, t)]
         call = f"{fn}({', '.join(self.expr(a)[0] for a in args)})"
         wrap = self.d.math_wrap.get((n, t))
@@ -992,6 +997,7 @@ def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
     set_ranks |= k.set_ranks
     chunks[:0] = [*check_prelude(d, check_ranks, at_ranks, get_ranks, set_ranks),
                   *wrap_prelude(d, wrapping),
+                  *minmax_prelude(d, wrapping),
                   *atomic_prelude(d, atomic_loops, set(extensions))]
 
     source = _header(d, f"kernel {kernel.name}", uses_f64) + "\n".join(chunks)

@@ -225,11 +225,25 @@ def math(name: str, args: list[Val]) -> Val:
     elif name == "abs":
         out = np.abs(a)
     elif name == "min":
-        out = np.fmin(a, args[1]) if is_float else np.minimum(a, args[1])
+        out = _zero_signed(np.fmin(a, args[1]), a, args[1], True) if is_float \
+            else np.minimum(a, args[1])
     elif name == "max":
-        out = np.fmax(a, args[1]) if is_float else np.maximum(a, args[1])
+        out = _zero_signed(np.fmax(a, args[1]), a, args[1], False) if is_float \
+            else np.maximum(a, args[1])
     elif name == "pow":
         out = np.power(a, args[1])
     else:
         raise ValueError(f"unknown math intrinsic {name}")
     return out
+
+
+def _zero_signed(r: Any, a: Any, b: Any, low: bool) -> Any:
+    """``fmin``/``fmax`` with ``-0.0`` below ``+0.0`` (IR-8, CG-40): where the operands are
+    equal the one whose sign says so (``a == b`` holds for two zeros of either sign)."""
+    eq = a == b
+    if not np.any(eq):
+        return r
+    pick = np.where(np.signbit(a), a, b) if low else np.where(np.signbit(a), b, a)
+    out = np.where(eq, pick, r).astype(r.dtype, copy=False)
+    return out[()] if np.ndim(r) == 0 else out
+

@@ -87,6 +87,12 @@ class FusionRequires:
 
     steps: tuple[Step, ...]
     same: tuple[tuple[str, ...], ...] = attrs.field(default=(), converter=_classes)
+    #: the block size every launch must have: a consumer's element was read for it
+    #: (``block_idx_x * 256 + thread_idx_x``, or ``thread_idx_x`` on one block, EF-23)
+    block: int | None = None
+    #: integer parameters (consumers' thread counts) that must be at most ``block``: a
+    #: consumer's element ``thread_idx_x`` was read for a launch of one block (EF-23)
+    within: tuple[str, ...] = ()
 
     def group_of(self, name: str) -> tuple[str, ...]:
         """The group of array parameter ``name`` (itself alone when in none)."""
@@ -94,7 +100,8 @@ class FusionRequires:
 
     def renamed(self, prefix: str) -> FusionRequires:
         return FusionRequires(tuple(s.renamed(prefix) for s in self.steps),
-                              tuple(tuple(prefix + n for n in g) for g in self.same))
+                              tuple(tuple(prefix + n for n in g) for g in self.same),
+                              self.block, tuple(prefix + n for n in self.within))
 
 
     @property

@@ -19,7 +19,8 @@ def format_requires(req: FusionRequires | None, ranges: Sequence[str] = ()) -> s
         requires fused(scale, relu, p_y, ep_tc) same(p_x, p_w)
         requires range(lo_1 >= -2147483647, hi_1 <= 2147483645)
 
-    ``fused(P, C, array, count[, tp, tc])`` per epilogue step, ``threadwise(P, C)`` per
+    ``fused(P, C, array, count[, tp, tc])`` per epilogue step, ``block(B)`` the block
+    size its launches must have and ``within(ep_tc)`` the counts at most ``B`` (EF-23), ``threadwise(P, C)`` per
     thread-wise one (LEG-30), outermost first; ``same(a, b, …)``
     per group of parameters bound to one buffer; ``range(c, …)`` the conditions over the
     scalar arguments (``ranges``: their printed text), when there are any."""
@@ -33,6 +34,10 @@ def format_requires(req: FusionRequires | None, ranges: Sequence[str] = ()) -> s
             fields += [str(t) for t in s.threads]
         items.append(f"fused({', '.join(fields)})")
     items += [f"same({', '.join(g)})" for g in req.same] if req is not None else []
+    if req is not None and req.block is not None:
+        items.append(f"block({req.block})")
+    if req is not None and req.within:
+        items.append(f"within({', '.join(req.within)})")
     if ranges:
         items.append(f"range({', '.join(ranges)})")
     return "requires " + " ".join(items)
@@ -67,13 +72,25 @@ def parse_requires(p: Any, params: tuple[Any, ...], condition: Callable[[], Expr
     same: list[tuple[str, ...]] = []
     ranges: list[Expr] = []
     same_word = None
-    while p.at(NAME) and p.peek().text in ("fused", "threadwise", "same", "range"):
+    block: int | None = None
+    within: list[str] = []
+    while p.at(NAME) and p.peek().text in ("fused", "threadwise", "same", "range", "block",
+                                           "within"):
         word = p.advance()
         p.expect("(", f"after '{word.text}'")
         if word.text == "range":
             ranges.append(condition())
             while p.accept(","):
                 ranges.append(condition())
+        elif word.text == "block":
+            tok = p.peek()
+            if not p.at(INT) or not 1 <= int(tok.value) <= 2**31 - 1 or block is not None:
+                raise p.error("block(...) holds one block size, 1 .. 2147483647", tok)
+            block = int(p.advance().value)
+        elif word.text == "within":
+            within.append(param("int", "(a consumer's thread count within the block)"))
+            while p.accept(","):
+                within.append(param("int", "(a consumer's thread count within the block)"))
         elif word.text == "threadwise":
             prod = str(p.expect_name("(the producer's name)").text)
             p.expect(",", "after the producer's name")
@@ -115,7 +132,12 @@ def parse_requires(p: Any, params: tuple[Any, ...], condition: Callable[[], Expr
     seen = [n for g in same for n in g]
     if len(seen) != len(set(seen)):
         raise p.error("an array parameter is in two same(...) groups")
-    fused = FusionRequires(tuple(steps), tuple(same)) if steps else None
+    if (block is not None or within) and not steps:
+        raise p.error("block(...) and within(...) belong to a fused kernel: they need a "
+                      "fused(...) step", same_word or p.peek())
+    if within and block is None:
+        raise p.error("within(...) needs the block(...) its counts are within", p.peek())
+    fused = FusionRequires(tuple(steps), tuple(same), block, tuple(within)) if steps else None
     return fused, tuple(ranges)
 
 

@@ -296,3 +296,16 @@ def on_launch(kernel: Kernel, threads: object, block: object) -> Kernel:
     b = block if isinstance(block, int) and not isinstance(block, bool) else None
     t = threads if isinstance(threads, int) and not isinstance(threads, bool) else None
     return _cached(kernel, LaunchFacts(b, b is not None and t is not None and t <= b, True))
+
+
+def launch_facts_used(kernel: Kernel, threads: object, block: object) -> tuple[bool, bool]:
+    """Whether reading ``kernel`` on this launch (:func:`on_launch`) used the launch's
+    block size as a literal (``block_idx_x * 256 + thread_idx_x``), and whether it used
+    the launch being one block (``thread_idx_x`` as the element): a fused kernel built on
+    that reading holds for launches with these facts only (EF-23)."""
+    b = block if isinstance(block, int) and not isinstance(block, bool) else None
+    t = threads if isinstance(threads, int) and not isinstance(threads, bool) else None
+    plain = _cached(kernel, LaunchFacts(None, False, True))
+    literal = _cached(kernel, LaunchFacts(b, False, True))
+    one = _cached(kernel, LaunchFacts(b, b is not None and t is not None and t <= b, True))
+    return literal.body != plain.body, one.body != literal.body

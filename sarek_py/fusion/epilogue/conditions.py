@@ -237,6 +237,18 @@ def check_launch(kernel: Kernel, args: Mapping[str, Any], threads: int, block: i
         raise FusionRefused("LEG-14", f"launch of {kernel.name}: thread count {threads!r} "
                             "is not an integer")
     _validate(kernel, req)
+    if req.block is not None and int(block) != req.block:  # EF-23
+        raise FusionRefused(
+            "LEG-14", f"launch of {kernel.name} with blocks of {block}: its consumer's "
+            f"element was read for blocks of {req.block} (EF-23); launch it with that "
+            "block size")
+    for name in req.within:  # EF-23: the consumer's launch was one block
+        tc = _count_value(name, args)
+        if tc is None or req.block is None or tc > req.block:
+            raise FusionRefused(
+                "LEG-14", f"launch of {kernel.name} with {name} = {tc}: its consumer's "
+                "element thread_idx_x was read for a launch of one block, so its thread "
+                f"count must be at most the block size {req.block} (EF-23)")
     _check_buffers(kernel, req, args)
     part = kernel
     for step in req.steps:  # outermost first: strip its consumer, then look inside
@@ -275,6 +287,12 @@ def describe(kernel: Kernel) -> list[str]:
                    f"{s.count} = {count}; each launch proves again that {s.producer} stores "
                    f"exactly once every element of {s.array} in [0, {s.count}) on which "
                    f"{s.consumer}'s body (as inserted) reads, stores or calls (LEG-18)")
+    if req.block is not None:
+        out.append(f"- launch it in blocks of {req.block}: a consumer's element was read "
+                   "for that block size (EF-23)")
+    for name in req.within:
+        out.append(f"- {name} at most {req.block}: that consumer's launch was one block "
+                   "(EF-23)")
     arrays = [p.name for p in kernel.params if p.is_array]
     for g in req.same:
         out.append(f"- {', '.join(g)}: one buffer (same memory, shape, strides, dtype)")

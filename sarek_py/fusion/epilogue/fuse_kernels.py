@@ -428,7 +428,8 @@ def _requires(producer: Kernel, consumer: Kernel, p_array: str, count: str,
     step = FusionStep(producer.name, consumer.name, pn + p_array, count,
                       th)  # type: ignore[arg-type]
     return FusionRequires((step, *(inner.steps if inner else ())),
-                          inner.same if inner else ())
+                          inner.same if inner else (), inner.block if inner else None,
+                          inner.within if inner else ())
 
 
 def shared_by_name(producer: Kernel, consumer: Kernel) -> dict[str, str]:

@@ -36,7 +36,8 @@ from sarek_py.ir.host.evaluate import host_eval
 from sarek_py.ir.host.launch import Launch, LaunchArg, Sync, is_symbolic
 from sarek_py.ir.host.program import Block, HAssign, Program
 from sarek_py.ir.nodes import Kernel, Loc, Ref
-from sarek_py.ir.thread_index import on_launch
+from sarek_py.ir.requires import FusionStep
+from sarek_py.ir.thread_index import launch_facts_used, on_launch
 from sarek_py.ir.visit import var_names
 
 
@@ -162,8 +163,35 @@ def _epilogue(p: Launch, c: Launch, name: str | None) -> tuple[Launch, str | Non
     # its head does not reach the fused kernel, which runs its body at each stored element
     ck = on_launch(c.kernel, c.threads, c.block)
     k = fuse(p.kernel, ck, shared=plan.shared, p_array=plan.p_array, name=name)
+    k = _consumer_launch_facts(k, p, c)
     out = fused_launch(p, c, k, plan.shared)
     return attrs.evolve(out, kernel=with_buffer_groups(out)), plan.note
+
+
+def _consumer_launch_facts(k: Kernel, p: Launch, c: Launch) -> Kernel:
+    """The fused kernel with the facts of the consumer's launch its proof read (EF-23):
+    a literal block size, or one block, hold for the fused kernel's launches only when
+    they have that block (``block(B)``), and one block only while the consumer's thread
+    count is within it (``within(ep_tc)``); refused when the producer's launch, which the
+    fused kernel keeps, has another block."""
+    literal, one = launch_facts_used(c.kernel, c.threads, c.block)
+    if not (literal or one):
+        return k
+    req = k.requires
+    assert req is not None and isinstance(c.block, int)
+    if p.block != c.block or (req.block is not None and req.block != c.block):
+        raise FusionRefused(
+            "EF-23", f"consumer {c.kernel.name}'s element is read for its launch's blocks of "
+            f"{c.block} ({'a literal block size' if literal else 'one block'}), but the "
+            f"fused kernel runs on {p.kernel.name}'s launch, with blocks of {p.block}",
+            c.loc or c.kernel.loc)
+    step = req.steps[0]
+    assert isinstance(step, FusionStep)  # fuse() made it: an epilogue step
+    count = step.count
+    new = attrs.evolve(req, block=c.block,
+                       within=(*req.within, count) if one else req.within)
+    out: Kernel = attrs.evolve(k, requires=new)
+    return out
 
 
 def with_buffer_groups(launch: Launch) -> Kernel:

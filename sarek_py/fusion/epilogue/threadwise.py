@@ -75,6 +75,8 @@ from sarek_py.ir.visit import RenameCtx, iter_nodes, map_node, max_var_id, renam
 _UNIFORM = frozenset(f"{k}_{a}" for k in ("block_dim", "grid_dim") for a in AXES)
 #: the thread's coordinates: two threads are one thread exactly when all three agree
 _COORDS = tuple(Intrinsic(f"global_idx_{a}") for a in AXES)
+#: the words of a refusal that found two threads meeting (not a construct, not a doubt)
+_MEETS = "which may be an element"
 #: the thread's flat id: two threads are one thread exactly when it agrees
 _FLAT = Intrinsic("global_thread_id")
 
@@ -440,7 +442,7 @@ def _proof(p: Launch, c: Launch, pk: Kernel, ck: Kernel,
                     f"coordinates{what}, so they cannot be proved to be touched by one "
                     f"thread only ({need}; with the arguments as numbers they may be)", loc)
             return FusionRefused(
-                "LEG-30", f"consumer {ck.name} {verb_t} {t.text}, which may be an element "
+                "LEG-30", f"consumer {ck.name} {verb_t} {t.text}, {_MEETS} "
                 f"that producer {pk.name} {verb_u} as {u.text} in another thread's part of "
                 f"the launch ({need})", loc)
     # no two threads meet in exact arithmetic; the device wraps (AFF-17)
@@ -518,8 +520,16 @@ def check_threadwise(p: Launch, c: Launch) -> tuple[Kernel, Kernel, tuple[Expr, 
         raise FusionRefused(
             "LEG-31", f"{'consumer ' + ck.name if ck.requires is not None else 'producer ' + pk.name}"
             " is a fused kernel with launch conditions of another kind", ck.loc)
-    _refuse_constructs(pk, "producer")
-    _refuse_constructs(ck, "consumer")
+    try:
+        _refuse_constructs(pk, "producer")
+        _refuse_constructs(ck, "consumer")
+    except FusionRefused:
+        # a consumer thread meeting another thread's producer part is the deeper cause:
+        # the pair could not be fused even without the construct (LEG-30 before LEG-31)
+        meet = _proof(p, c, pk, rename(ck, RenameCtx(id_shift=max_var_id(pk) + 1)))
+        if meet is not None and _MEETS in meet.reason:
+            raise meet from None
+        raise
     # the consumer's variables apart from the producer's: one kernel launched twice has
     # one set of variables but each launch its own arguments
     ca = rename(ck, RenameCtx(id_shift=max_var_id(pk) + 1))
