@@ -38,8 +38,11 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy --strict sarek_py
 
+# hand-written tests under typeguard, then the generators' samples without it (their
+# cases check meaning; typeguard makes them 5-30x slower): docs/testing.md
 pytest: install
-	$(VENV)/bin/pytest -q -n 2 --typeguard-packages=sarek_py
+	$(VENV)/bin/pytest -q -n 2 --typeguard-packages=sarek_py -m "not slow and not generated"
+	$(VENV)/bin/pytest -q -n 2 -m "generated and not slow"
 
 test: lint typecheck pytest
 

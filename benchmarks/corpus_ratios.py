@@ -97,16 +97,21 @@ def cases() -> list[tuple[str, str, list[Launch], dict[str, tuple[int, ...]], st
     return out
 
 
-def interleaved(fns: dict[str, Callable[[], object]]) -> dict[str, float]:
+def interleaved(fns: dict[str, Callable[[], object]]) -> dict[str, tuple[float, float]]:
+    """Median wall-clock and CPU seconds of each function, run in turn (interleaved, so a
+    burst of load from other jobs hits every variant alike); CPU time is the process's,
+    PoCL's worker threads included."""
     for fn in fns.values():
         fn()
     wall: dict[str, list[float]] = {k: [] for k in fns}
+    cpu: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(REPEAT):
         for k, fn in fns.items():
-            w0 = time.perf_counter()
+            w0, c0 = time.perf_counter(), time.process_time()
             fn()
             wall[k].append(time.perf_counter() - w0)
-    return {k: statistics.median(v) for k, v in wall.items()}
+            cpu[k].append(time.process_time() - c0)
+    return {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in fns}
 
 
 def main(argv: list[str]) -> int:
@@ -162,14 +167,18 @@ def main(argv: list[str]) -> int:
             outs.append(got)
         same = all(outs[0][k].tobytes() == outs[1][k].tobytes() for k in sizes)
         t = interleaved({"unfused": runner(launches), "fused": runner(fused)})
-        ratio = t["fused"] / t["unfused"]
-        print(f"{p} -> {c} ({what}): unfused {t['unfused'] * 1e3:.2f} ms, fused "
-              f"{t['fused'] * 1e3:.2f} ms, ratio {ratio:.2f}, bitwise equal: {same}")
+        ratio = t["fused"][0] / t["unfused"][0]
+        cpu_ratio = t["fused"][1] / t["unfused"][1]
+        print(f"{p} -> {c} ({what}): unfused {t['unfused'][0] * 1e3:.2f} ms "
+              f"(cpu {t['unfused'][1] * 1e3:.2f}), fused {t['fused'][0] * 1e3:.2f} ms "
+              f"(cpu {t['fused'][1] * 1e3:.2f}), ratio {ratio:.2f} wall, {cpu_ratio:.2f} cpu, "
+              f"bitwise equal: {same}")
         if not same:
             return 1
         rows.append({"producer": p, "consumer": c, "size": what,
-                     "unfused_ms": round(t["unfused"] * 1e3, 3),
-                     "fused_ms": round(t["fused"] * 1e3, 3), "ratio": round(ratio, 2)})
+                     "unfused_ms": round(t["unfused"][0] * 1e3, 3),
+                     "fused_ms": round(t["fused"][0] * 1e3, 3), "ratio": round(ratio, 2),
+                     "cpu_ratio": round(cpu_ratio, 2)})
     if "--write" in argv:
         OUT.parent.mkdir(parents=True, exist_ok=True)
         OUT.write_text(json.dumps({

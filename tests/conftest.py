@@ -13,3 +13,40 @@ settings.register_profile(
     "fuzz", deadline=None, max_examples=2000, suppress_health_check=list(HealthCheck)
 )
 settings.load_profile("fuzz" if os.environ.get("SAREK_FUZZ") else "default")
+
+#: generators' default samples: they check meaning over many generated cases, and run in
+#: ``make test``'s second pass, without typeguard (5-30x slower under it); typeguard checks
+#: the hand-written tests in the first pass (docs/testing.md)
+GENERATED = frozenset({
+    "test_leg18_generated_symbolic_pairs_interp", "test_leg18_generated_symbolic_pairs_opencl",
+    "test_leg18_generated_pairs_interp", "test_leg18_generated_pairs_opencl",
+    "test_lf10_lf11_lf18_grid", "test_off12_grid",
+    "test_lch25_rows_launches_near_the_ends_generator",
+    "test_leg17_generated_producers_refuse_with_a_cause",
+    "test_txt26_programs_read_back_from_sexp",
+    "test_leg20_generated_pairs_match_the_oracle_and_are_bitwise",
+    "test_hp16_lf14_quick_sample", "test_ef12_leg10_differential_interp",
+    "test_til13_offsets_near_the_ends_bitwise_on_every_backend",
+    "test_lch27_generated_nd_launches_bitwise_equal", "test_ef3_let_copies_generated",
+    "test_lch24_generated_pairs_decide_alike_in_both_spellings", "test_txt25_sexp_roundtrip",
+    "test_lf14_pp6_differential", "test_leg14_leg15_accepted_fused_launches_are_exact_sample",
+    "test_ir7_checker_agrees_with_type_of", "test_cg29_generated_kernels_bitwise_equal_on_opencl",
+    "test_off11_on_opencl_bitwise", "test_lch28_generated_launch_records_run_like_direct_launches",
+    "test_txt22_kernel_print_parse_roundtrip", "test_txt22_module_print_parse_roundtrip",
+    "test_txt22_print_is_a_fixed_point_with_nans", "test_leg19_generated_i32_pairs_interp",
+    "test_int25_generated_kernels_match_python", "test_leg1_leg7_ef12_view_pairs_sample",
+    "test_ef20_generated_spellings_decide_like_global_thread_id_and_fuse_exactly",
+    "test_ef22_spelled_index_equals_the_intrinsic_on_nd_launches",
+    "test_leg30_generated_pairs_against_the_oracle", "test_off7_off12_eff10_sequence_sample",
+    "test_lf17_pp2_pp3_off7_procedure_grid_sample",
+    "test_ef3_generated_scoped_lets_differential", "test_leg12_in_place_symbolic_counts",
+})
+
+
+def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
+    """Mark the generators' default samples ``generated`` (see :data:`GENERATED`)."""
+    import pytest
+
+    for item in items:
+        if getattr(item, "originalname", None) in GENERATED:
+            item.add_marker(pytest.mark.generated)  # type: ignore[attr-defined]

@@ -168,14 +168,14 @@ def test_txt26_malformed_dumps_are_located_parse_errors(text: str) -> None:
 
 
 @pytest.mark.parametrize("prefixes", [
-    pytest.param(40, id="quick"),
+    pytest.param(75, id="quick"),
     pytest.param(150, id="fuzz", marks=pytest.mark.slow),
 ])
 def test_txt26_truncated_dumps_are_located_parse_errors(prefixes: int) -> None:
-    """Held: evenly spaced prefixes of a real dump (40; 150 in a slow run, 1,000 with
+    """Held: evenly spaced prefixes of a real dump (75; 150 in a slow run, 1,000 with
     SAREK_FUZZ=1) are each a located ParseError."""
     text = program_to_sexp(offload(parse_program(RICH)))
-    if os.environ.get("SAREK_FUZZ") and prefixes > 40:
+    if os.environ.get("SAREK_FUZZ") and prefixes > 75:
         prefixes = 1000
     step = len(text) // prefixes
     for cut in range(0, len(text) - 1, max(1, step)):

@@ -72,10 +72,8 @@ def compare_generated(be: Backend, seeds: range) -> int:
 
 @pytest.mark.opencl
 def test_cg29_generated_kernels_bitwise_equal_on_opencl() -> None:
-    """CG-29: generated kernels (each an OpenCL build) bitwise the interpreter's; the slow
-    test runs the seeds after these up to the 30 the default run once held."""
     be = opencl()
-    assert compare_generated(be, range(12)) >= 12
+    assert compare_generated(be, range(30)) >= 30
 
 
 @pytest.mark.slow
@@ -83,7 +81,6 @@ def test_cg29_generated_kernels_bitwise_equal_on_opencl() -> None:
 def test_cg29_generated_kernels_bitwise_equal_on_opencl_fuzz() -> None:
     """``make fuzz`` size (SAREK_FUZZ=1): 400 kernels."""
     be = opencl()
-    assert compare_generated(be, range(12, 30)) >= 18
     count = 400 if FUZZ else 60
     assert compare_generated(be, range(1000, 1000 + count)) >= count
 

@@ -143,7 +143,7 @@ def check_case(case: Case, run: Run) -> bool:
     return True
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_ef12_leg10_differential_interp(case: Case) -> None:
     """EF-12: every accepted pair gives bitwise the same buffers as P then C on the

@@ -281,9 +281,9 @@ def i32_differential(count: int, seed: int, run: Any) -> tuple[int, int]:
     return fused, refused
 
 
-#: generated pairs of the default run (``make test``); the slow test below runs these seeds
-#: at the sizes the default run had before (80, 20) and the long run (docs/testing.md)
-PAIRS, PAIRS_CL = 24, 10
+#: generated pairs of the default run (``make test``); smaller samples missed paths of the
+#: interpreter and the analyses these reach (docs/testing.md)
+PAIRS, PAIRS_CL = 80, 20
 
 
 def test_leg19_generated_i32_pairs_interp() -> None:
@@ -307,17 +307,5 @@ def test_leg19_generated_i32_pairs_opencl() -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("SAREK_FUZZ"), reason="set SAREK_FUZZ=1 (make fuzz)")
 def test_leg19_generated_i32_pairs_fuzz() -> None:
-    fused, refused = i32_differential(80, 31, interp)
-    assert fused > 10 and refused > 10, (fused, refused)
     fused, refused = i32_differential(1500, 33, interp)
     assert fused > 150 and refused > 150, (fused, refused)
-    try:
-        be = get_backend("opencl")
-    except (BackendUnavailable, SarekError) as exc:
-        pytest.skip(f"no OpenCL: {exc}")
-
-    def run(k: Kernel, args: dict[str, Any], threads: int, block: int) -> None:
-        be.run_kernel(k, args, threads, block)
-
-    fused, _ = i32_differential(20, 32, run)
-    assert fused > 2

@@ -247,7 +247,7 @@ def check(vc: ViewCase, run: Run) -> str:
 # ------------------------------------------------------------------------------- tests
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(view_cases())
 def test_leg1_leg7_ef12_view_pairs_sample(vc: ViewCase) -> None:
     """LEG-1, LEG-7, EF-12: fused equals unfused bitwise on every storage, with views in
@@ -397,7 +397,7 @@ def check_fused_launch(fc: FusedLaunchCase, run: Run) -> str:
     return "exact"
 
 
-@settings(max_examples=35, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(fused_launch_cases())
 def test_leg14_leg15_accepted_fused_launches_are_exact_sample(fc: FusedLaunchCase) -> None:
     """LEG-14, LEG-15: every launch of a ``fuse()`` kernel that the launch check lets

@@ -416,7 +416,7 @@ def same_decision_in_both_spellings(case: Case) -> None:
     event(f"fused={by_value[0].fused} rule={by_value[0].rule}")
 
 
-@settings(max_examples=40, deadline=None, derandomize=True,
+@settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_lch24_generated_pairs_decide_alike_in_both_spellings(case: Case) -> None:

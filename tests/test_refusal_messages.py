@@ -760,7 +760,7 @@ def _run_copy_case(body: str) -> bool:
 
 
 @pytest.mark.parametrize("count", [
-    pytest.param(40, id="quick"),  # the first cases of the seeded fuzz run (docs/testing.md)
+    pytest.param(150, id="quick"),
     pytest.param(3000, id="fuzz", marks=[pytest.mark.slow, pytest.mark.skipif(
         not __import__("os").environ.get("SAREK_FUZZ"), reason="SAREK_FUZZ=1 (make fuzz)")]),
 ])
@@ -842,7 +842,7 @@ def _gen_case(rng: np.random.Generator) -> str:
 
 
 @pytest.mark.parametrize("count", [
-    pytest.param(30, id="quick"),  # the first cases of the seeded fuzz run (docs/testing.md)
+    pytest.param(120, id="quick"),
     pytest.param(2000, id="fuzz", marks=[pytest.mark.slow, pytest.mark.skipif(
         not __import__("os").environ.get("SAREK_FUZZ"), reason="SAREK_FUZZ=1 (make fuzz)")]),
 ])

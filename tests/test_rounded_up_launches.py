@@ -371,7 +371,7 @@ def differential(count: int, seed: int, run: Run) -> tuple[int, int]:
 #: generated cases of the default run (``make test``); the slow tests below run these
 #: seeds at the sizes the default run had before (300, 40, 120, 25) and the long runs
 #: (docs/testing.md)
-PAIRS, PAIRS_CL, SYMBOLIC, SYMBOLIC_CL = 80, 16, 32, 10
+PAIRS, PAIRS_CL, SYMBOLIC, SYMBOLIC_CL = 150, 16, 60, 10
 
 
 def test_leg18_generated_pairs_interp() -> None:

@@ -424,7 +424,7 @@ end
     return outside
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @CASES
 def test_lch25_rows_launches_near_the_ends_generator(end: str, d: int, width: int, c1: int,
                                                     c2: int, c3: int) -> None:

@@ -305,7 +305,9 @@ def launch_facts_used(kernel: Kernel, threads: object, block: object) -> tuple[b
     that reading holds for launches with these facts only (EF-23)."""
     b = block if isinstance(block, int) and not isinstance(block, bool) else None
     t = threads if isinstance(threads, int) and not isinstance(threads, bool) else None
-    plain = _cached(kernel, LaunchFacts(None, False, True))
-    literal = _cached(kernel, LaunchFacts(b, False, True))
-    one = _cached(kernel, LaunchFacts(b, b is not None and t is not None and t <= b, True))
-    return literal.body != plain.body, one.body != literal.body
+    base = _inline_intrinsic_lets(kernel.body)
+    plain = _rewrite_sums(base, None)
+    lit = _rewrite_sums(base, b) if b is not None else plain
+    one = b is not None and t is not None and t <= b and any(
+        isinstance(n, Intrinsic) and n.name == "thread_idx_x" for n in iter_nodes(lit))
+    return lit != plain, one

@@ -35,10 +35,11 @@ def measured() -> tuple[dict[tuple[str, str], str], str]:
         return {}, "No fused/unfused ratio is given: none was measured."
     data = json.loads(RATIOS.read_text())
     cells = {(r["producer"], r["consumer"]):
-             f"{r['ratio']:.2f} ({r['fused_ms']:.1f} / {r['unfused_ms']:.1f} ms, {r['size']})"
+             f"{r['ratio']:.2f} wall, {r['cpu_ratio']:.2f} CPU ({r['fused_ms']:.1f} / "
+             f"{r['unfused_ms']:.1f} ms, {r['size']})"
              for r in data["rows"]}
     how = (f"*fused/unfused*: the fused launch's time over the unfused launches' (below 1: "
-           f"the fusion pays), median of {data['repeat']} interleaved runs, buffers on the "
+           f"the fusion pays), medians of {data['repeat']} interleaved runs (wall-clock and CPU time), buffers on the "
            f"device, on OpenCL ({data['device']}; {data['machine']}), measured "
            f"{data['date']} by `{data['command']}` at the sizes given (larger than the "
            "tests'); *not measured* elsewhere. docs/performance.md discusses the figures.")
