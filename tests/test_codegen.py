@@ -271,13 +271,15 @@ def test_cg7_operators_and_casts_text() -> None:
 def test_cg8_math_functions() -> None:
     cu = emit_cuda(kernel("exact_math"))
     # k[i] - 50 may overflow: it wraps (CG-18, CG-25), and its abs may meet INT_MIN
-    for f in ("fminf(a, 0.25f)", "fmaxf(a, -0.25f)", "floorf(", "ceilf(", "fmin(d[i], 0.25)",
+    # float min/max through the functions that order -0.0 below +0.0 (CG-40)
+    for f in ("sarek_min_f32(a, 0.25f)", "sarek_max_f32(a, -0.25f)", "floorf(", "ceilf(",
+              "sarek_min_f64(d[i], 0.25)", ": fminf(a, b)", ": fmin(a, b)",
               "min(sarek_sub_i32(k[i], 50), 7)",
               "sarek_abs_i32(sarek_sub_i32(k[i], 50))", " abs(k[i] % 1000)"):
         assert f in cu, f
     cl = emit_opencl(kernel("exact_math"))
-    assert ("fmin(a, 0.25f)" in cl and "(int)abs(k[i] % 1000)" in cl
-            and "sqrt(fabs(a))" in cl)
+    assert ("sarek_min_f32(a, 0.25f)" in cl and ": fmin(a, b)" in cl
+            and "(int)abs(k[i] % 1000)" in cl and "sqrt(fabs(a))" in cl)
 
 
 # ------------------------------------------------------------------------ CG-9, CG-10
