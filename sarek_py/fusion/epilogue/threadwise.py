@@ -40,7 +40,7 @@ from sarek_py.fusion.epilogue.fuse_kernels import (
     merged_declarations,
     producer_names,
 )
-from sarek_py.fusion.epilogue.legality import partial_alias
+from sarek_py.fusion.epilogue.legality import derive_shared, partial_alias
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.host.launch import Launch
 from sarek_py.ir.intrinsics import AXES
@@ -184,7 +184,7 @@ def _argument_facts(p: Launch, pk: Kernel, c: Launch, ca: Kernel, ck: Kernel,
 
 
 def _consumer_names(p: Launch, c: Launch, pk: Kernel, ck: Kernel) -> RenameCtx:
-    shared = _shared(p, c, pk, ck)
+    shared = derive_shared(p, c)
     return consumer_names(pk, ck, shared, ids(pk, ck).c_shift)
 
 
@@ -557,30 +557,13 @@ def _show(lc: Launch) -> str:
     return f"<<<{'x'.join(map(ext, g))}, {'x'.join(map(ext, b))}>>>"
 
 
-def _shared(p: Launch, c: Launch, pk: Kernel, ck: Kernel) -> dict[str, str]:
-    """Each C array parameter bound to a buffer a P parameter is bound to, mapped to it
-    (the first P writes, else the first)."""
-    pbuf = {q.name: arg_buffer(p, i, "p") for i, q in enumerate(pk.params) if q.is_array}
-    written = {a.array.name for a in accesses_stmt(pk.body, pk.helpers) if a.write}
-    out: dict[str, str] = {}
-    for i, q in enumerate(ck.params):
-        if not q.is_array:
-            continue
-        b = arg_buffer(c, i, "c")
-        same = [n for n, pb in pbuf.items() if pb == b]
-        name = next((n for n in same if n in written), same[0] if same else None)
-        if name is not None:
-            out[q.name] = name
-    return out
-
-
 def fuse_threadwise(p: Launch, c: Launch, name: str | None = None) -> Launch:
     """The launch of the thread-wise fusion of ``p`` then ``c`` (LEG-30), or raise
     :class:`FusionRefused`. The fused kernel's parameters are P's (``p_``), then C's
     not bound to one of P's buffers (``c_``); it carries ``requires threadwise(P, C)``,
     the buffers proved for (``same``, LEG-15) and the pinned arguments (``range``)."""
     pk, ck, pins = check_threadwise(p, c)
-    shared = _shared(p, c, pk, ck)
+    shared = derive_shared(p, c)
     for cname, pname in shared.items():
         if ck.param(cname).type != pk.param(pname).type:
             raise FusionRefused(
