@@ -391,3 +391,19 @@ def test_fe24_mixed_pair_in_a_pipeline_is_refused_naming_the_nd_launch() -> None
 @kernel
 def flat_k(out: Vec[i32]):
     out[global_thread_id()] = global_thread_id()
+
+
+def test_lch28_block_shape_past_i32_is_reported_exactly(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    """LCH-28: a block shape whose product passes 2^31 - 1 is reported with its exact
+    size, not the wrapped one (a red-team finding: `block (2147483647, 8)` said "the block
+    size -8")."""
+    sk = tmp_path / "k.sk"
+    sk.write_text("kernel k(a : f32[]) = a[global_thread_id] <- 1.0f\n")
+    lf = tmp_path / "k.launches"
+    lf.write_text("host a : f32[]\nlaunch k(a) grid (1) block (2147483647, 8)\n"
+                  "launch k(a) grid (1) block (2147483647, 8)\n")
+    assert main(["explain", str(sk), "--launches", str(lf)]) == 0
+    out = capsys.readouterr().out
+    assert "17179869176" in out and "-8" not in out, out

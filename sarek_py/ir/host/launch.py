@@ -37,6 +37,7 @@ A statement of a host program is symbolic throughout (:func:`check_launch`, LCH-
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Hashable, Mapping
 from typing import Any, TypeGuard
 
@@ -358,6 +359,12 @@ class Launch:
                                        or not 1 <= v <= MAX_BLOCK):
                 raise LaunchError(f"launch of {self.kernel.name}: the grid/block extent "
                                   f"{v!r} is not an integer in 1..{MAX_BLOCK}", self.loc)
+        known = [v for v in grid + bshape if isinstance(v, int)]
+        if (grid or bshape) and len(known) == len(grid + bshape):
+            # the counts of known extents are their exact products, not the values of the
+            # count expressions, which wrap in their types (LCH-28)
+            threads = math.prod(known)
+            block = math.prod(v for v in bshape if isinstance(v, int))
         for what, v, low, high in (("thread count", threads, 0, MAX_THREADS),
                                    ("block size", block, 1, MAX_BLOCK)):
             if is_symbolic(v):
