@@ -47,8 +47,9 @@ pytest: install
 test: lint typecheck pytest
 
 fuzz: install
-	# long property runs; typeguard is left to `make test` (it slows these runs about 2-3x)
-	SAREK_FUZZ=1 $(VENV)/bin/pytest -q -n 2 -m slow
+	# long property runs, and the generators' samples at their fuzz sizes; typeguard is left
+	# to `make test` (it slows these runs 5-30x)
+	SAREK_FUZZ=1 $(VENV)/bin/pytest -q -n 2 -m "slow or generated"
 
 bench: install
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
