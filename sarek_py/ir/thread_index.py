@@ -188,22 +188,13 @@ def _rewiden(e: Expr, inner: Expr) -> Expr:
     return inner
 
 
-def _one_block(body: Stmt) -> Stmt:
-    """On a launch of one block, ``thread_idx_x`` is the thread's global index (EF-23)."""
+def _read_as(body: Stmt, name: str, as_name: str) -> Stmt:
+    """``body`` with the intrinsic ``name`` read as ``as_name``: on a launch of one block
+    ``thread_idx_x`` is ``global_idx_x`` (EF-23), on one of one dimension ``global_idx_x``
+    is ``global_thread_id`` (EF-22)."""
     def expr(e: Expr) -> Expr | None:
-        if isinstance(e, Intrinsic) and e.name == "thread_idx_x" and not e.args:
-            return Intrinsic("global_idx_x", loc=e.loc)
-        return None
-
-    out: Stmt = map_node(body, expr=expr)
-    return out
-
-
-def _to_thread_id(body: Stmt) -> Stmt:
-    """On a launch of one dimension, ``global_idx_x`` is ``global_thread_id`` (EF-22)."""
-    def expr(e: Expr) -> Expr | None:
-        if isinstance(e, Intrinsic) and e.name == "global_idx_x" and not e.args:
-            return Intrinsic("global_thread_id", loc=e.loc)
+        if isinstance(e, Intrinsic) and e.name == name and not e.args:
+            return Intrinsic(as_name, loc=e.loc)
         return None
 
     out: Stmt = map_node(body, expr=expr)
@@ -256,11 +247,11 @@ NO_FACTS = LaunchFacts()
 def _canonical(kernel: Kernel, facts: LaunchFacts) -> Kernel:
     body = _rewrite_sums(_inline_intrinsic_lets(kernel.body), facts.block)
     if facts.one_block:
-        body = _one_block(body)
+        body = _read_as(body, "thread_idx_x", "global_idx_x")
     body = _hoist_element(body, kernel)
     body = _name_element(body, kernel)
     if facts.one_dim:
-        body = _to_thread_id(body)
+        body = _read_as(body, "global_idx_x", "global_thread_id")
     if body is kernel.body:
         return kernel
     out: Kernel = attrs.evolve(kernel, body=body)
