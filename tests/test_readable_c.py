@@ -24,7 +24,13 @@ from sarek_py.codegen import CUDA, OPENCL, emit_cuda, emit_opencl
 from sarek_py.codegen.cstyle import emit, emit_module
 from sarek_py.host.interp import run_program
 from sarek_py.host.offload import offload
-from sarek_py.host.tiling import row_blocks, row_count, row_nest, rows_pad_too_much
+from sarek_py.host.tiling import (
+    row_blocks,
+    row_count,
+    row_grid,
+    row_nest,
+    rows_pad_too_much,
+)
 from sarek_py.ir.diagnostics import BackendUnavailable, InterpError
 from sarek_py.ir.host.launch import Launch
 from sarek_py.ir.host.program import Program, iter_host
@@ -50,7 +56,6 @@ from sarek_py.ir.nodes import (
     var,
 )
 from sarek_py.ir.parser import parse_module
-from sarek_py.ir.typeof import scalar_type_of
 from sarek_py.ir.types import Scalar, array
 from sarek_py.ir.visit import iter_exprs
 from sarek_py.runtime import get_backend
@@ -325,49 +330,56 @@ def block_lets(k: Kernel) -> list[Let]:
 
 
 @pytest.mark.parametrize("make", [nest2, nest3])
-def test_til12_no_thread_divides_in_64_bits(make: object) -> None:
-    """TIL-12: every division and remainder a thread computes before its guard is 32-bit
-    (the block index by rows_c, a place by an extent that fits i32)."""
+def test_til14_no_thread_divides_to_find_its_place(make: object) -> None:
+    """TIL-14 (was TIL-12's 32-bit division): on its grid of two or three dimensions a
+    thread of the rows kernel reads its place from block_idx_x/y/z and divides nothing
+    before its guard; the kernel has no blocks-per-row parameter."""
     assert callable(make)
     k = row_nest(make()).kernel
     divs = [e for s in block_lets(k) for e in iter_exprs(s.value)
             if isinstance(e, Binary) and e.op in (BinaryOp.DIV, BinaryOp.MOD)]
-    assert divs and all(scalar_type_of(e) is Scalar.I32 for e in divs)
-    assert k.params[-1].name == "rows_c" and k.params[-1].type is Scalar.I32
-    # the C: 64-bit declarations hold no division
+    assert divs == []
+    assert "rows_c" not in {p.name for p in k.params}
+    axes = {e.name for s in block_lets(k) for e in iter_exprs(s.value)
+            if isinstance(e, Intrinsic)}
+    assert {"block_idx_x", "block_idx_y", "thread_idx_x"} <= axes
+    assert ("block_idx_z" in axes) == (make is nest3)
     for src in (emit_opencl(k), emit_cuda(k)):
-        body = kernel_part(src)
-        for line in body.splitlines():
-            if re.match(r"\s*(long|long long) \w+ = ", line):
-                # a remainder by max(x, 1) with the int 1 is a 32-bit one inside a cast
-                rest = re.sub(r"[%/] max\((\([^()]*\)|[^()])*, 1\)", "", line)
-                assert "/" not in rest and "%" not in rest, line
-        assert "int place = " in body
+        head = kernel_part(src).split("return;", 1)[0]
+        assert "/" not in head.replace("//", "") and "%" not in head, head
 
 
 @needs_nvcc
 @pytest.mark.parametrize("make", [nest2, nest3])
-def test_til12_ptx_has_no_64_bit_division(make: object, tmp_path: Path) -> None:
-    """TIL-12 on the machine code: the PTX of the rows kernel divides only in 32 bits
-    (before, each thread ran div.s64/rem.s64 for rows_c and its block's place)."""
+def test_til14_ptx_has_no_division(make: object, tmp_path: Path) -> None:
+    """TIL-14 on the machine code: the PTX of the rows kernel reads %ctaid.y and divides
+    nothing (before TIL-14, 32-bit div/rem by rows_c; before TIL-12, 64-bit ones)."""
     assert callable(make)
     cu = tmp_path / "r.cu"
     cu.write_text(emit_cuda(row_nest(make()).kernel, checked=False))
     subprocess.run([NVCC or "nvcc", "--fmad=false", "-ptx", str(cu), "-o",
                     str(tmp_path / "r.ptx")], check=True, capture_output=True)
     ptx = (tmp_path / "r.ptx").read_text()
-    assert not re.search(r"\b(div|rem)\.[su]64\b", ptx), ptx
-    assert re.search(r"\b(div|rem)\.[su]32\b", ptx)
+    assert not re.search(r"\b(div|rem)\.[su](32|64)\b", ptx), ptx
+    assert "%ctaid.y" in ptx
     assert "fma.rn" not in ptx
 
 
-def test_til12_host_passes_rows_c_and_picks_flat_when_it_does_not_fit() -> None:
-    """TIL-12, TIL-11: rows_c is ceil(n_c / block); a row of more than INT_MAX blocks is
-    launched flat (its blocks per row would not fit the i32 parameter)."""
+def test_til14_host_grid_and_flat_when_it_does_not_fit() -> None:
+    """TIL-12, TIL-14, TIL-11: the grid is (ceil(n_c / block), n_next[, n_others]); a row
+    of more than INT_MAX blocks, a next extent or a product of the others' over 65535
+    (CUDA's y/z limit) is launched flat."""
     rk = row_nest(nest2())
     assert row_blocks(rk, (3, 300), 256) == 2 and row_blocks(rk, (3, 256), 256) == 1
+    assert row_grid(rk, (3, 300), 256) == (2, 3)
     assert not rows_pad_too_much(rk, (1, 2**31 - 1), 1)
     assert rows_pad_too_much(rk, (1, 2**31), 1)
+    assert not rows_pad_too_much(rk, (65535, 256), 256)
+    assert rows_pad_too_much(rk, (65536, 256), 256)
+    r3 = row_nest(nest3())
+    assert row_grid(r3, (4, 5, 300), 256) == (2, 5, 4)
+    assert not rows_pad_too_much(r3, (65535, 1, 256), 256)
+    assert rows_pad_too_much(r3, (65536, 1, 256), 256)
 
 
 SHAPES = [(1, 1), (3, 256), (5, 300), (70, 33), (2, 513)]
@@ -383,9 +395,9 @@ def test_til12_rows_match_the_sequential_nest_on_every_backend(block: int) -> No
         expect = 2 * a + np.arange(1, n + 1, dtype=np.float32)[:, None]
         for be in backends():
             b = np.full(shape, np.nan, np.float32)
-            be.run_kernel(rk.kernel, {"a": a, "b": b, "n": n, "m": m,
-                                      "rows_c": row_blocks(rk, shape, block)},
-                          row_count(rk, shape, block), block)
+            be.run_kernel(rk.kernel, {"a": a, "b": b, "n": n, "m": m},
+                          row_count(rk, shape, block), block,
+                          grid=row_grid(rk, shape, block), block_shape=(block,))
             assert b.tobytes() == expect.tobytes(), (be.name, shape, block)
     r3 = row_nest(nest3())
     for shape3 in [(3, 5, 7), (2, 40, 300), (4, 1, 1)]:
@@ -394,9 +406,9 @@ def test_til12_rows_match_the_sequential_nest_on_every_backend(block: int) -> No
         for be in backends():
             b3 = np.full(shape3, np.nan)
             p, n3, m3 = shape3
-            be.run_kernel(r3.kernel, {"a": a3, "b": b3, "p": p, "n": n3, "m": m3,
-                                      "rows_c": row_blocks(r3, shape3, block)},
-                          row_count(r3, shape3, block), block)
+            be.run_kernel(r3.kernel, {"a": a3, "b": b3, "p": p, "n": n3, "m": m3},
+                          row_count(r3, shape3, block), block,
+                          grid=row_grid(r3, shape3, block), block_shape=(block,))
             assert b3.tobytes() == expect3.tobytes(), (be.name, shape3, block)
 
 
@@ -436,16 +448,16 @@ def test_til12_offloaded_program_is_bitwise_on_opencl() -> None:
 
 
 def test_til12_advection_dump_reads_like_the_source() -> None:
-    """CG-25, TIL-12 on the example of the issue: the rows kernels of
-    examples/advection_diffusion.sk number their blocks in one 32-bit division."""
+    """CG-25, TIL-14 on the example of the issue: the rows kernels of
+    examples/advection_diffusion.sk read their place from blockIdx.x and blockIdx.y."""
     prog = parse_program((ROOT / "examples" / "advection_diffusion.sk").read_text())
     q = offload(prog)
     rows = [k for k in _kernels(q) if k.name.endswith("_rows")]
     assert len(rows) == 3  # its three parallel loops
     for k in rows:
         body = kernel_part(emit(k, CUDA).source)
-        assert "  int place = (int)blockIdx.x / max(rows_c, 1);\n" in body
-        assert "long long z_j = (long long)place;" in body
+        assert "long long z_j = (long long)(int)blockIdx.y;" in body
+        assert "(long long)(int)blockIdx.x * (long long)(int)blockDim.x" in body
         assert "unsigned" not in body and "1LL) /" not in body and "1LL) %" not in body
 
 
@@ -553,9 +565,8 @@ def test_til13_offsets_of_an_offloaded_loop_index_are_plain(tmp_path: Path) -> N
     for k in ("advection_diffusion_loop_4_rows", "advection_diffusion_loop_2_rows"):
         head = _kernel_text(cu, k).split("return;", 1)[0].split(") {", 1)[1]
         code = [ln for ln in head.splitlines() if not ln.strip().startswith("//")]
-        # the one division before the guard: the block's place, in 32 bits (TIL-12)
-        assert [ln.strip() for ln in code if "/" in ln] == [
-            "int place = (int)blockIdx.x / max(rows_c, 1);"], code
+        # no division before the guard: the place is the block's index (TIL-14)
+        assert [ln.strip() for ln in code if "/" in ln or "%" in ln] == [], code
     # the host reads the condition of the proof in the printed program
     text = (dump / "02-offload.sk").read_text()
     assert "|| (ny > 2147483645 || nx > 2147483645)" in text

@@ -21,8 +21,8 @@ from sarek_py.host.offload import offload
 from sarek_py.host.tiling import (
     Nest,
     TilingRefused,
-    row_blocks,
     row_count,
+    row_grid,
     row_nest,
     rows_pad_too_much,
 )
@@ -78,8 +78,8 @@ def test_til10_rows_match_the_sequential_nest(shape: tuple[int, int], block: int
     assert count == n * -(-m // block) * block
     for be in backends():
         b = np.zeros(shape, np.float32)
-        be.run_kernel(rk.kernel, {"a": a, "b": b, "n": n, "m": m,
-                                  rk.rows_param: row_blocks(rk, shape, block)}, count, block)
+        be.run_kernel(rk.kernel, {"a": a, "b": b, "n": n, "m": m}, count, block,
+                      grid=row_grid(rk, shape, block), block_shape=(block,))
         assert b.tobytes() == expect.tobytes(), (be.name, block)
 
 
@@ -92,9 +92,9 @@ def test_til10_three_dimensions_match(shape: tuple[int, int, int]) -> None:
     expect = a + np.arange(p, dtype=np.float64)[:, None, None]
     for be in backends():
         b = np.zeros(shape)
-        be.run_kernel(rk.kernel, {"a": a, "b": b, "p": p, "n": n, "m": m,
-                                  rk.rows_param: row_blocks(rk, shape, 128)},
-                      row_count(rk, shape, 128), 128)
+        be.run_kernel(rk.kernel, {"a": a, "b": b, "p": p, "n": n, "m": m},
+                      row_count(rk, shape, 128), 128, grid=row_grid(rk, shape, 128),
+                      block_shape=(128,))
         assert b.tobytes() == expect.tobytes(), be.name
 
 
@@ -130,9 +130,9 @@ def test_til10_indices_near_the_top_of_i32_do_not_overflow() -> None:
     for be in backends():
         a = np.random.default_rng(1).standard_normal((3, 10)).astype(np.float32)
         b = np.zeros((3, 10), np.float32)
-        be.run_kernel(rk.kernel, {"a": a, "b": b, "n": 3, "m": 10,
-                                  rk.rows_param: row_blocks(rk, (3, 10), 256)},
-                      row_count(rk, (3, 10), 256), 256)
+        be.run_kernel(rk.kernel, {"a": a, "b": b, "n": 3, "m": 10},
+                      row_count(rk, (3, 10), 256), 256, grid=row_grid(rk, (3, 10), 256),
+                      block_shape=(256,))
         assert (b == 2 * a + np.arange(3, dtype=np.float32)[:, None]).all(), be.name
 
 
@@ -152,7 +152,7 @@ def test_til10_counts_are_64_bit() -> None:
     assert row_count(rk, (70000, 70000), 256) == 70000 * 70144 > 2**32
     assert all(s.var.type is I64 for s in iter_stmts(rk.kernel.body)
                if isinstance(s, Let) and s.var.name.startswith(("z_", "n_")))
-    # the block's place is the quotient of two i32 (the block index, rows_c): TIL-12
+    # a place among the other dimensions is an i32 (block_idx_z): TIL-14
     assert all(s.var.type is I32 for s in iter_stmts(rk.kernel.body)
                if isinstance(s, Let) and s.var.name.startswith("place"))
 

@@ -73,7 +73,11 @@ def rows_kernel() -> Kernel:
 
 def rows_args(lo: int, hi: int) -> dict[str, Any]:
     return {"w": np.zeros((2, 32), np.int32), "lo": lo, "lo_0": 0, "lo_1": lo, "hi_0": 1,
-            "hi_1": hi, "rows_c": 1}
+            "hi_1": hi}
+
+
+#: the rows kernel's grid for w (2 x 32) in blocks of 32: one block per row (TIL-14)
+GRID: dict[str, Any] = {"grid": (1, 2), "block_shape": (32,)}
 
 
 def exact_or_refused(run: Any, lo: int, hi: int, *, param: str) -> str | None:
@@ -108,7 +112,7 @@ def test_lch25_rows_kernel_at_the_i32_ends_direct_launch_every_backend(lo: int,
         args = rows_args(lo, hi)
 
         def go(be: Any = be, args: dict[str, Any] = args) -> bytes:
-            be.run_kernel(rk, args, 64, 32)
+            be.run_kernel(rk, args, 64, 32, **GRID)
             return bytes(args["w"].tobytes())
 
         if exact_or_refused(go, lo, hi, param=which(lo)) is not None:
@@ -116,7 +120,7 @@ def test_lch25_rows_kernel_at_the_i32_ends_direct_launch_every_backend(lo: int,
     args = rows_args(lo, hi)
 
     def interp() -> bytes:
-        run_kernel(rk, args, 64, 32)
+        run_kernel(rk, args, 64, 32, **GRID)
         return bytes(args["w"].tobytes())
 
     exact_or_refused(interp, lo, hi, param=which(lo))
@@ -137,7 +141,7 @@ def test_lch25_rows_kernel_printed_parsed_and_sexp_keeps_its_condition(lo: int,
         args = rows_args(lo, hi)
 
         def go(k: Kernel = k, args: dict[str, Any] = args) -> bytes:
-            run_kernel(k, args, 64, 32)
+            run_kernel(k, args, 64, 32, **GRID)
             return bytes(args["w"].tobytes())
 
         assert exact_or_refused(go, lo, hi, param=which(lo)) is not None
@@ -150,7 +154,7 @@ def test_lch25_rows_kernel_inside_its_range_runs_every_iteration() -> None:
     rk = rows_kernel()
     for be in backends():
         args = rows_args(lo, hi)
-        be.run_kernel(rk, args, 64, 32)
+        be.run_kernel(rk, args, 64, 32, **GRID)
         assert args["w"].tobytes() == reference(lo, hi), be.name
 
 
@@ -230,9 +234,9 @@ def test_lch25_sarek_py_run_of_the_rows_kernel_itself(tmp_path: Path) -> None:
     ``hi_1`` at the top of i32, is refused (located at the kernel, exit status 1)."""
     src = tmp_path / "rows.sk"
     src.write_text(print_kernel(rows_kernel()))
-    base = ["run", str(src), "--kernel", "p_loop_rows", "--threads", "64", "--block", "32",
+    base = ["run", str(src), "--kernel", "p_loop_rows", "--grid", "1x2", "--block", "32",
             "--size", "w=2x32", "--size", f"lo={MAX - 31}", "--size", f"lo_1={MAX - 31}",
-            "--size", "lo_0=0", "--size", "hi_0=1", "--size", "rows_c=1"]
+            "--size", "lo_0=0", "--size", "hi_0=1"]
     rc, _, err = cli(*base, "--size", f"hi_1={MAX}")
     assert rc == 1 and err.startswith(f"{src}:") and "[LCH-25]" in err, err
     assert f"hi_1 = {MAX}" in err and "hi_1 <= 2147483645" in err, err
@@ -365,7 +369,7 @@ def test_lch25_a_dump_with_a_condition_that_is_not_one_is_refused_at_the_launch(
     with pytest.raises(CheckError, match=r"range\(\.\.\.\) takes conditions"):
         check_kernel(bad)
     with pytest.raises(SarekError, match=r"\[LCH-25\] .*a Read"):
-        run_kernel(bad, rows_args(0, 31), 64, 32)
+        run_kernel(bad, rows_args(0, 31), 64, 32, **GRID)
 
 
 # ------------------------------------------------------------------------------ generator

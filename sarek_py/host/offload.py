@@ -45,15 +45,14 @@ from sarek_py.host.tiling import (
     Nest,
     TilingRefused,
     product,
-    row_blocks_arg,
-    row_count_expr,
+    row_grid_expr,
     row_nest,
     rows_bounds_too_near_expr,
     rows_pad_too_much_expr,
     tile_nest,
 )
 from sarek_py.ir.diagnostics import SarekError
-from sarek_py.ir.host.launch import Launch, ScratchBuffer, Sync
+from sarek_py.ir.host.launch import Launch, ScratchBuffer, Sync, shape_counts
 from sarek_py.ir.host.program import (
     Attr,
     Block,
@@ -338,7 +337,6 @@ class _Offloader:
             return flat
         kernel = attrs.evolve(rk.kernel, helpers=flat_kernel.helpers, loc=s.loc)
         extents = _extents(s)
-        padded = row_count_expr(rk, extents, self.block_size)
         too_much = rows_pad_too_much_expr(rk, extents, self.block_size)
         # bounds so near the ends of i32 that the body's offsets of a loop variable could
         # wrap: the rows kernel would do nothing, so the flat kernel runs (TIL-13)
@@ -348,10 +346,13 @@ class _Offloader:
             too_much = Binary(BinaryOp.OR, too_much, near)
         args: list[Expr] = [Ref(v) for v in host]
         args += [ix.start for ix in s.indices] + [ix.stop for ix in s.indices]
-        args.append(row_blocks_arg(rk, extents, self.block_size))  # rows_c (TIL-12)
         self.kernels.append(kernel)
-        launch = Launch(kernel, padded, Const(self.block_size, Scalar.I32), tuple(args),
-                        overwritten=flat.overwritten, overwritten_if=flat.overwritten_if,
+        # a grid of blocks per row x the next extent (x the others'): TIL-14
+        grid = row_grid_expr(rk, extents, self.block_size)
+        block = Const(self.block_size, Scalar.I32)
+        threads, _ = shape_counts(grid, (block,))
+        launch = Launch(kernel, threads, block, tuple(args), overwritten=flat.overwritten,
+                        overwritten_if=flat.overwritten_if, grid=grid, block_shape=(block,),
                         loc=s.loc)
         return HIf(too_much, flat, launch, loc=s.loc)
 

@@ -16,17 +16,19 @@ than a quarter, tiled otherwise, and tells the kernel through a hidden ``bool`` 
 All thread arithmetic is 64-bit; a padded thread returns after comparing its zero-based
 coordinates with the extents and before adding any lower bound.
 
-:func:`row_nest` makes the kernel of the **rows** numbering (TIL-10 … TIL-13): block ``b``
-covers ``block`` consecutive iterations of the contiguous dimension at one place of the
-others, so a thread's place along that dimension is its thread index plus a number the
-whole block shares, and every other coordinate is the block's. The blocks per row come
-from the host (``rows_c``), so a thread numbers its block in 32 bits (TIL-12), and the
+:func:`row_nest` makes the kernel of the **rows** numbering (TIL-10 … TIL-14), launched
+on a grid of two or three dimensions: block ``(bx, by, bz)`` covers ``block`` consecutive
+iterations of the contiguous dimension (``bx`` numbers the blocks of a row) at place
+``by`` of the next dimension and place ``bz`` of the others, so a thread's place along the
+contiguous dimension is its thread index plus a number the whole block shares, and every
+other coordinate is the block's. The grid comes from the host (TIL-12, TIL-14), and the
 kernel's guard bounds each loop variable so that the body's offsets of it are proved in
 range (TIL-13); the kernel requires of every launch the bounds within which that guard
 skips no iteration (``Kernel.ranges``, specs/launch.md LCH-25), so a launch the host did
 not choose is refused rather than run short. It has no flat branch: the
-host launches the nest's flat kernel instead when whole rows would pad too much (a uniform
-branch on a flag was measured to stop PoCL's work-group vectorizer, TIL-11).
+host launches the nest's flat kernel instead when whole rows would pad too much or the
+grid would not fit (a uniform branch on a flag was measured to stop PoCL's work-group
+vectorizer, TIL-11).
 """
 
 from __future__ import annotations
@@ -45,7 +47,6 @@ from sarek_py.ir.nodes import (
     Binary,
     BinaryOp,
     Cast,
-    Cond,
     Const,
     Expr,
     If,
@@ -324,20 +325,25 @@ def tiled_args(tk: TiledKernel, args: Mapping[str, Any], block: int = 256,
 
 @attrs.frozen
 class RowKernel:
-    """The rows kernel of a nest (TIL-10), which loop is its contiguous dimension, and the
-    name of its ``i32`` parameter ``rows_c``: the blocks per row, which the host computes
-    (TIL-12)."""
+    """The rows kernel of a nest (TIL-10), which loop is its contiguous dimension, which
+    is its next (the grid's ``y``), the others (the grid's ``z``, the innermost first),
+    and the offsets of each loop variable it proves in range (TIL-13)."""
 
     kernel: Kernel
     nest: Nest
     contiguous: int
-    rows_param: str = "rows_c"
+    #: the loop numbered by ``block_idx_y``
+    next: int = 0
+    #: the loops numbered together by ``block_idx_z``, the innermost (fastest) first
+    others: tuple[int, ...] = ()
     #: per loop, the offsets of its variable the kernel proves in range (TIL-13)
     margins: tuple[Range, ...] = ()
 
 
-#: the largest i32: the block index and the blocks per row of a rows launch fit in it
+#: the largest i32: the blocks per row of a rows launch fit in it (TIL-12)
 I32_MAX = 2**31 - 1
+#: the largest grid extent along ``y`` and ``z`` on every device (CUDA's 65535; TIL-14)
+GRID_YZ_MAX = 65535
 
 
 def _c32(v: int) -> Const:
@@ -346,8 +352,7 @@ def _c32(v: int) -> Const:
 
 def _at_least_one(e: Expr) -> Expr:
     """``max(e, 1)``: ``e`` itself wherever a thread runs (every extent of a launched nest
-    is at least 1, and so is ``rows_c``), and a divisor the emitter can see is never zero
-    (CG-21)."""
+    is at least 1), and a divisor the emitter can see is never zero (CG-21)."""
     one = _c64(1) if scalar_type_of(e) is Scalar.I64 else _c32(1)
     return Intrinsic("max", (e, one))
 
@@ -384,16 +389,14 @@ def _bounds_too_near_the_ends(nest: Nest, lowers: Sequence[Expr], uppers: Sequen
 
 def row_nest(nest: Nest) -> RowKernel:
     """The kernel that runs ``nest`` in rows of ``block`` iterations of its contiguous
-    dimension (TIL-10, TIL-12, TIL-13): with ``rows_c`` blocks per row (a parameter the
-    host computes), block ``b`` is row-block ``b % rows_c`` of the place ``b / rows_c``
-    of the other dimensions (the next dimension fastest, then the others from the
-    innermost outwards); thread ``t`` of the block is at ``(b % rows_c) * block + t``
-    along the contiguous dimension. The block's numbers are 32-bit (the block index is an
-    ``i32``); only a place past an ``i32`` extent needs 64 bits, and it is the quotient
-    itself. A thread adds each lower bound to its coordinate in 64 bits (no overflow),
-    returns when that is past the upper bound, or when the bounds are so near the ends of
-    the loop variable's type that an offset of it in the body could wrap, and only then
-    converts it to the loop variable's type (TIL-6)."""
+    dimension on a grid of two or three dimensions (TIL-10, TIL-12, TIL-13, TIL-14):
+    thread ``t`` of block ``(bx, by, bz)`` is at ``bx * block + t`` along the contiguous
+    dimension, at ``by`` along the next one, and ``bz`` numbers the places of the others
+    (the innermost fastest; the outermost takes the rest, with no division). A thread
+    adds each lower bound to its coordinate in 64 bits (no overflow), returns when that
+    is past the upper bound, or when the bounds are so near the ends of the loop
+    variable's type that an offset of it in the body could wrap, and only then converts
+    it to the loop variable's type (TIL-6)."""
     contiguous, nxt = tile_dims(nest)
     loops = nest.loops
     for lp in loops:  # (a parallel loop's index is an i32, HP-4)
@@ -401,24 +404,20 @@ def row_nest(nest: Nest) -> RowKernel:
             raise TilingRefused("TIL-13", f"nest {nest.name}: the rows kernel numbers i32 "
                                 f"loop variables, and {lp.var.name} is {lp.var.scalar}")
     k = len(loops)
-    order = [nxt] + [d for d in reversed(range(k)) if d not in (contiguous, nxt)]
+    others = [d for d in reversed(range(k)) if d not in (contiguous, nxt)]
     taken = _taken(nest)
     ext = [var(fresh_name(f"n_{lp.var.name}", taken), Scalar.I64) for lp in loops]
     z = [var(fresh_name(f"z_{lp.var.name}", taken), Scalar.I64) for lp in loops]
     # each variable's value in 64 bits: an i32 bound plus a coordinate below 2**62
     wide_vars = [var(fresh_name(f"{lp.var.name}_64", taken), Scalar.I64) for lp in loops]
-    rows_c = var(fresh_name("rows_c", taken), Scalar.I32)
-    block = Intrinsic("block_idx_x")
-    per_row = _at_least_one(Ref(rows_c))
-    # the block's place among the other dimensions (32-bit: b >= 0, rows_c >= 1)
+    # the block's place among the other dimensions (32-bit: block_idx_z >= 0)
     place = [var(fresh_name(f"place_{d}", taken), Scalar.I32) for d in range(k)]
-    first = var(fresh_name("place", taken), Scalar.I32)
     margins = row_margins(nest)
-    # a thread outside the nest: past an upper bound (the outermost place is not reduced
-    # modulo its extent: past it, the block is past the last place), or at a value of
-    # the loop variable so near the end of its type that an offset of it in the body
-    # could wrap (TIL-13; never for a launch the host makes, which passes such bounds to
-    # the flat kernel, and refused for any other launch by the kernel's conditions, LCH-25)
+    # a thread outside the nest: past an upper bound (a padded thread of the last block
+    # of a row), or at a value of the loop variable so near the end of its type that an
+    # offset of it in the body could wrap (TIL-13; never for a launch the host makes,
+    # which passes such bounds to the flat kernel, and refused for any other launch by
+    # the kernel's conditions, LCH-25)
     tests: list[Expr] = []
     for d, lp in enumerate(loops):
         t_lo, t_hi = type_range(lp.var.scalar)
@@ -439,32 +438,32 @@ def row_nest(nest: Nest) -> RowKernel:
     main: Stmt = seq(If(outside, Return()), body)
     for d in reversed(range(k)):  # each variable's value in 64 bits: lower + coordinate
         main = Let(wide_vars[d], _bin(BinaryOp.ADD, _i64(loops[d].lower), Ref(z[d])), main)
-    # the other coordinates from the block's place, the next dimension fastest; each
-    # place_d is what is left of the place above dimension d; the last one is the rest
+    # the others' coordinates from block_idx_z, the innermost fastest; each place_d is
+    # what is left of the place above dimension d; the outermost takes the rest
     used_ext: list[int] = []
-    for pos in reversed(range(len(order))):
-        d = order[pos]
-        above = Ref(place[order[pos - 1]]) if pos > 0 else Ref(first)
-        if pos == len(order) - 1:
+    for pos in reversed(range(len(others))):
+        d = others[pos]
+        above: Expr = Ref(place[others[pos - 1]]) if pos > 0 else Intrinsic("block_idx_z")
+        if pos == len(others) - 1:
             main = Let(z[d], _i64(above), main)
             continue
-        # 32-bit division by an extent that fits i32; past i32, the place is below it
+        # a 32-bit division: the grid's z extent is at most GRID_YZ_MAX (TIL-14)
         used_ext.append(d)
-        wide = _bin(BinaryOp.GT, Ref(ext[d]), _c64(I32_MAX))
         div = _at_least_one(Cast(Scalar.I32, Ref(ext[d])))
-        main = Let(z[d], Cond(wide, _i64(above), _i64(_bin(BinaryOp.MOD, above, div))),
-                   Let(place[d], Cond(wide, _c32(0), _bin(BinaryOp.DIV, above, div)), main))
-    main = Let(z[contiguous], _bin(BinaryOp.ADD, _bin(BinaryOp.MUL, _i64(_bin(
-        BinaryOp.MOD, block, per_row)), _i64(Intrinsic("block_dim_x"))),
+        main = Let(z[d], _i64(_bin(BinaryOp.MOD, above, div)),
+                   Let(place[d], _bin(BinaryOp.DIV, above, div), main))
+    main = Let(z[nxt], _i64(Intrinsic("block_idx_y")), main)
+    main = Let(z[contiguous], _bin(BinaryOp.ADD, _bin(
+        BinaryOp.MUL, _i64(Intrinsic("block_idx_x")), _i64(Intrinsic("block_dim_x"))),
         _i64(Intrinsic("thread_idx_x"))), main)
-    main = Let(first, _bin(BinaryOp.DIV, block, per_row), main)
-    # the extents only the dimensions between the next and the outermost divide by
+    # the extents only the dimensions between the innermost and the outermost of the
+    # others divide by (four or more dimensions)
     main = _bind_extents(tuple(loops[d] for d in sorted(used_ext)),
                          [ext[d] for d in sorted(used_ext)], main)
-    params = (*nest.params, rows_c)
+    params = nest.params
     kernel = Kernel(nest.name, params, nest.locals, main,
                     ranges=row_conditions(nest, margins, params))
-    return RowKernel(kernel, nest, contiguous, rows_c.name, margins)
+    return RowKernel(kernel, nest, contiguous, nxt, tuple(others), margins)
 
 
 def row_conditions(nest: Nest, margins: Sequence[Range],
@@ -521,31 +520,47 @@ def row_count_expr(rk: RowKernel, extents: Sequence[Expr], block: int) -> Expr:
 
 
 def row_blocks_expr(rk: RowKernel, extents: Sequence[Expr], block: int) -> Expr:
-    """``ceil(n_c / block)``, the blocks per row of a rows launch, as an ``i64`` host
-    expression over the nest's extents (TIL-12)."""
+    """``ceil(n_c / block)``, the blocks per row of a rows launch (its grid's ``x``
+    extent), as an ``i64`` host expression over the nest's extents (TIL-12)."""
     return _bin(BinaryOp.DIV, _bin(BinaryOp.ADD, extents[rk.contiguous], _c64(block - 1)),
                 _c64(block))
 
 
-def row_blocks_arg(rk: RowKernel, extents: Sequence[Expr], block: int) -> Expr:
-    """The ``rows_c`` argument of a rows launch: :func:`row_blocks_expr` as an ``i32``
-    (the host launches the rows kernel only when it fits, TIL-11)."""
-    return Cast(Scalar.I32, row_blocks_expr(rk, extents, block))
+def _others_expr(rk: RowKernel, extents: Sequence[Expr]) -> Expr | None:
+    """The grid's ``z`` extent: the product of the other dimensions' extents (``None``
+    for a nest of two dimensions)."""
+    return product([extents[d] for d in rk.others]) if rk.others else None
+
+
+def row_grid_expr(rk: RowKernel, extents: Sequence[Expr], block: int) -> tuple[Expr, ...]:
+    """The grid of a rows launch (TIL-14) as ``i32`` host expressions: the blocks per row,
+    the next dimension's extent and (three or more dimensions) the product of the
+    others'; the host launches it only when each fits (TIL-11)."""
+    grid = [row_blocks_expr(rk, extents, block), extents[rk.next]]
+    z = _others_expr(rk, extents)
+    if z is not None:
+        grid.append(z)
+    return tuple(Cast(Scalar.I32, e) for e in grid)
 
 
 def rows_pad_too_much_expr(rk: RowKernel, extents: Sequence[Expr], block: int) -> Expr:
     """TIL-11 as a host expression: the flat kernel runs instead when nothing runs, when
-    whole rows pad the nest by more than ``MAX_ROW_PADDING``, or when the blocks per row
-    do not fit ``i32`` (TIL-12):
-    ``total == 0 || (rows - total) * den > total * num || rows_c > I32_MAX``."""
+    whole rows pad the nest by more than ``MAX_ROW_PADDING``, or when the grid does not
+    fit (TIL-12, TIL-14): ``total == 0 || (rows - total) * den > total * num || rows_c >
+    I32_MAX || n_next > 65535 || n_others > 65535``."""
     total = product(extents)
     padded = row_count_expr(rk, extents, block)
     num, den = MAX_ROW_PADDING.numerator, MAX_ROW_PADDING.denominator
-    pads = _bin(BinaryOp.OR, _bin(BinaryOp.EQ, total, _c64(0)),
-                _bin(BinaryOp.GT, _bin(BinaryOp.MUL, _bin(BinaryOp.SUB, padded, total),
-                                       _c64(den)), _bin(BinaryOp.MUL, total, _c64(num))))
-    return _bin(BinaryOp.OR, pads, _bin(BinaryOp.GT, row_blocks_expr(rk, extents, block),
-                                        _c64(I32_MAX)))
+    out = _bin(BinaryOp.OR, _bin(BinaryOp.EQ, total, _c64(0)),
+               _bin(BinaryOp.GT, _bin(BinaryOp.MUL, _bin(BinaryOp.SUB, padded, total),
+                                      _c64(den)), _bin(BinaryOp.MUL, total, _c64(num))))
+    out = _bin(BinaryOp.OR, out, _bin(BinaryOp.GT, row_blocks_expr(rk, extents, block),
+                                      _c64(I32_MAX)))
+    out = _bin(BinaryOp.OR, out, _bin(BinaryOp.GT, extents[rk.next], _c64(GRID_YZ_MAX)))
+    z = _others_expr(rk, extents)
+    if z is not None:
+        out = _bin(BinaryOp.OR, out, _bin(BinaryOp.GT, z, _c64(GRID_YZ_MAX)))
+    return out
 
 
 def _known(extents: tuple[int, ...]) -> list[Expr]:
@@ -558,8 +573,15 @@ def row_count(rk: RowKernel, extents: tuple[int, ...], block: int = 256) -> int:
 
 
 def row_blocks(rk: RowKernel, extents: tuple[int, ...], block: int = 256) -> int:
-    """:func:`row_blocks_expr` at known extents: the ``rows_c`` argument (TIL-12)."""
+    """:func:`row_blocks_expr` at known extents: the grid's ``x`` extent (TIL-12)."""
     return int(host_eval(row_blocks_expr(rk, _known(extents), block), {}))
+
+
+def row_grid(rk: RowKernel, extents: tuple[int, ...], block: int = 256) -> tuple[int, ...]:
+    """:func:`row_grid_expr` at known extents (each must fit: TIL-11)."""
+    known = _known(extents)
+    return tuple(int(host_eval(e.arg if isinstance(e, Cast) else e, {}))
+                 for e in row_grid_expr(rk, known, block))
 
 
 def rows_pad_too_much(rk: RowKernel, extents: tuple[int, ...], block: int = 256) -> bool:
