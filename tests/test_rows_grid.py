@@ -144,3 +144,37 @@ def _has_opencl() -> bool:
     except BackendUnavailable:
         return False
     return True
+
+
+def test_leg32_a_launch_missing_an_axis_is_not_fused() -> None:
+    """LEG-32: a consumer reading global_idx_y on a 1-D launch is refused by
+    fuse_launches with the rule and the intrinsic (red-team C6: it used to fuse, and the
+    fused kernel was refused at its launch); in a pipeline the run then meets LCH-26."""
+    import numpy as np
+
+    from sarek_py.fusion.epilogue.sequence import fuse_launches
+    from sarek_py.ir.diagnostics import SarekError
+    from sarek_py.ir.host.launch import KernelLaunch
+    from sarek_py.ir.parser import parse_module
+
+    m = parse_module("""
+kernel p(x : f32[], t : f32[], n : i32) =
+  let i = global_thread_id in if i < n then t[i] <- x[i] * 2.0f
+kernel c(t : f32[], y : f32[], n : i32) =
+  let i = global_idx_y in if i < n then y[i] <- t[i] + 1.0f
+""")
+    p, c = m.kernels
+    x, t, y = (np.zeros(64, np.float32) for _ in range(3))
+    launches = [KernelLaunch(p, 64, 32, {"x": x, "t": t, "n": 64}),
+                KernelLaunch(c, 64, 32, {"t": t, "y": y, "n": 64})]
+    out, decisions = fuse_launches(launches)
+    assert len(out) == 2 and not decisions[0].fused
+    assert decisions[0].rule == "LEG-32" and "global_idx_y" in decisions[0].reason
+    assert "2 extents" in decisions[0].reason
+    with pytest.raises(SarekError, match="LCH-26"):
+        get_backend("interp").run_kernel(c, {"t": t, "y": y, "n": 64}, 64, 32)
+    # on a 2-D launch it is only a question of shapes (LEG-14/LEG-30), not LEG-32
+    shaped = [KernelLaunch(p, 64, 32, {"x": x, "t": t, "n": 64}),
+              KernelLaunch(c, (2, 2), (32, 1), {"t": t, "y": y, "n": 64})]
+    _, decisions = fuse_launches(shaped)
+    assert decisions[0].rule != "LEG-32"

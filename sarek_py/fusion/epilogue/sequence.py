@@ -35,6 +35,7 @@ from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.host.evaluate import host_eval
 from sarek_py.ir.host.launch import Launch, LaunchArg, Sync, is_symbolic
 from sarek_py.ir.host.program import Block, HAssign, Program
+from sarek_py.ir.launch_axes import first_axis_use
 from sarek_py.ir.nodes import Kernel, Loc, Ref
 from sarek_py.ir.requires import FusionStep
 from sarek_py.ir.thread_index import launch_facts_used, on_launch
@@ -101,6 +102,8 @@ def _fuse_pair_noted(p: Launch, c: Launch, name: str | None = None
     """:func:`fuse_pair` and what its proof assumed that every launch checks (LEG-19)."""
     refuse_dynamic_shared(p.kernel, c.kernel)  # LEG-50, before any other analysis
     refuse_atomic_kernels(p.kernel, c.kernel)  # LEG-20, before any other analysis
+    for lc in (p, c):  # a launch that could not run is not fused either (LCH-26, LEG-32)
+        _refuse_missing_axes(lc)
     p, c = by_counts(p), by_counts(c)
     if p.shaped and c.shaped:  # same shape: each thread runs P's part, then C's (LEG-30)
         return _threadwise(p, c, name), None
@@ -117,6 +120,18 @@ def _fuse_pair_noted(p: Launch, c: Launch, name: str | None = None
         except FusionRefused as tw:
             raise FusionRefused(refused.rule, f"{refused.reason}; nor thread-wise (LEG-30): "
                                 f"{tw.reason}", refused.loc, options=refused.options) from None
+
+
+def _refuse_missing_axes(lc: Launch) -> None:
+    """LEG-32: a kernel that reads a ``y`` (``z``) intrinsic launched with fewer
+    dimensions is refused at its launch (LCH-26); it is not fused either, so the refusal
+    is the launch's own, not a fused kernel's."""
+    use = first_axis_use(lc.kernel)
+    if use is not None and use.dims > lc.dims:
+        raise FusionRefused(
+            "LEG-32", f"kernel {lc.kernel.name} reads {use.name}, but its launch has "
+            f"{lc.dims} dimension{'s' if lc.dims > 1 else ''}: it cannot run (LCH-26); "
+            f"launch it with a grid and block of {use.dims} extents", use.loc)
 
 
 #: the refusals of a consumer that is not element-wise, after which a pair of 1-D launches
