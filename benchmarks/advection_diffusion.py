@@ -30,6 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
 from sarek_py.host.interp import run_program
 from sarek_py.host.offload import NUMBERINGS, Numbering, offload
@@ -51,14 +53,15 @@ def variants(block: int, numbering: Numbering = "rows") -> dict[str, Program]:
 def record_launches(backend: Backend, program: Program,
                     preset: dict[str, int]) -> tuple[list[tuple[Any, ...]], Any]:
     """Run ``program`` once, keeping every launch's arguments (kernel, device arguments,
-    threads, block); returns them and the final ``u``."""
+    threads, block, status, and the keywords: a rows launch's grid, TIL-14); returns them
+    and the final ``u``."""
     seen: list[tuple[Any, ...]] = []
     real = backend.launch
 
     def launch(kernel: Any, args: Any, threads: int, block: int = 256,
-               status: Any = None, *, check_races: bool = True) -> None:
-        seen.append((kernel, dict(args), threads, block, status))
-        real(kernel, args, threads, block, status, check_races=check_races)
+               status: Any = None, *, check_races: bool = True, **kw: Any) -> None:
+        seen.append((kernel, dict(args), threads, block, status, kw))
+        real(kernel, args, threads, block, status, check_races=check_races, **kw)
 
     backend.launch = launch  # type: ignore[method-assign]
     try:
@@ -70,8 +73,8 @@ def record_launches(backend: Backend, program: Program,
 
 def replay(backend: Backend, launches: list[tuple[Any, ...]]) -> Callable[[], None]:
     def run() -> None:
-        for kernel, args, threads, block, status in launches:
-            backend.launch(kernel, args, threads, block, status, check_races=False)
+        for kernel, args, threads, block, status, kw in launches:
+            backend.launch(kernel, args, threads, block, status, check_races=False, **kw)
         backend.sync()
 
     return run
@@ -150,6 +153,14 @@ def main(argv: list[str] | None = None) -> int:
     print("  host cpu per launch (program - kernels): "
           + ", ".join(f"{n} {h:.2f} ms" for n, h in host.items()))
     print(f"  bitwise identical u across the three: {same}")
+    # the example's dt keeps it within both explicit limits at every size (issue 15)
+    finite = bool(np.isfinite(fields["unfused"]).all())
+    peak = float(np.abs(fields["unfused"]).max()) if fields["unfused"].size else 0.0
+    print(f"  u finite: {finite} (max |u| = {peak:.3g}; the initial peak is 1)")
+    if not finite or peak > 1.0:
+        print("the field blew up: the example's dt is outside a stability limit",
+              file=sys.stderr)
+        return 1
     return 0 if same else 1
 
 
