@@ -95,6 +95,11 @@ class _Site:
     #: for a subscript read as row and column ``A * W + B`` (``0 <= B < W`` proved on
     #: its path): the row length ``W``; the index is then ``(A, B)``
     width: AtomKey | None = None
+    #: a subscript read as ``((A * W1 + B1) * W2 + B2) …`` with numbers ``W1, W2 …``
+    #: (``0 <= Bk < Wk`` proved on its path): the forms ``(A, B1, B2, …)`` and the
+    #: widths; two such subscripts with the same widths are one element exactly when
+    #: every form agrees (LEG-33)
+    parts: tuple[tuple[AffineForm, ...], tuple[int, ...]] | None = None
 
 
 def _shape(lc: Launch) -> tuple[tuple[int | Expr, ...], tuple[int | Expr, ...]]:
@@ -347,15 +352,10 @@ def _meets(t: _Site, u: _Site, uniform: frozenset[int], dims: int) -> bool | Non
     base = t.path.and_(upath)
     if base is None:
         return None
-    eqs: list[Constraint | bool] = []
-    for a, b in zip(tf, uf, strict=True):
-        eqs += [ge0(a - b), ge0(b - a)]
+    coords: list[Constraint | bool] = []
     for c in (*_COORDS[:dims], _FLAT):
         cu = renamed.get(atom_key(c), c)
-        eqs += [ge0(AffineForm.of_atom(c)), ge0(AffineForm.of_atom(cu))]
-    same = base.and_(Dnf.of(*eqs))
-    if same is None:
-        return None
+        coords += [ge0(AffineForm.of_atom(c)), ge0(AffineForm.of_atom(cu))]
     # u != t, split into strict cases: along the axes of the launch, or (an equivalent
     # characterisation, tried when the first does not prove it) by the flat thread id
     splits = [[(AffineForm.of_atom(c), AffineForm.of_atom(renamed.get(atom_key(c), c)))
@@ -363,11 +363,64 @@ def _meets(t: _Site, u: _Site, uniform: frozenset[int], dims: int) -> bool | Non
     if atom_key(_FLAT) in renamed:
         splits.append([(AffineForm.of_atom(_FLAT),
                         AffineForm.of_atom(renamed[atom_key(_FLAT)]))])
-    for split in splits:
-        if all(_empty(same, differ) for ct, cu in split
-               for differ in (ge0(cu - ct - 1), ge0(ct - cu - 1))):
+
+    def apart(zeros: Sequence[AffineForm]) -> bool | None:
+        """Whether ``zeros`` all 0 (with the paths) is proved to need t == u."""
+        eqs: list[Constraint | bool] = [x for z in zeros for x in (ge0(z), ge0(-z))]
+        same = base.and_(Dnf.of(*eqs, *coords))
+        if same is None:
+            return None
+        return any(all(_empty(same, differ) for ct, cu in split
+                       for differ in (ge0(cu - ct - 1), ge0(ct - cu - 1)))
+                   for split in splits)
+
+    diffs = [a - b for a, b in zip(tf, uf, strict=True)]
+    proved = apart(diffs)
+    if proved is None:
+        return None
+    if proved:
+        return False
+    if len(diffs) == 1:
+        # one subscript: its difference read as mixed-radix digits, each 0 (LEG-33)
+        coord_path = base.and_(Dnf.of(*coords))
+        digits = None if coord_path is None else _zero_digits(diffs[0], coord_path)
+        if digits is not None and apart(digits):
             return False
     return True
+
+
+def _zero_digits(d: AffineForm, path: Dnf) -> list[AffineForm] | None:
+    """LEG-33: forms that are all 0 wherever the integer form ``d`` is 0 on ``path``:
+    ``d = ((A * W1 + B1) * W2 + B2) …`` with integers ``Wk > 1`` and ``-Wk < Bk < Wk``
+    proved on ``path`` — then ``d = 0`` forces every ``Bk`` and ``A`` to 0 (``|W * R| =
+    |B| < W`` leaves ``R = 0``). Fourier-Motzkin, reasoning over the rationals, cannot
+    see from ``35 dk + 7 di + dj = 0`` alone that ``dk = di = dj = 0``; with the digits
+    it can. Each width is tried from the smallest coefficient up: the terms whose
+    coefficient it divides are the row, the others (and the constant's remainder) the
+    digit. ``None`` when no digit is found."""
+    if not d.is_integral:
+        return None
+    zeros: list[AffineForm] = []
+    f = d
+    for _ in range(8):  # at most eight levels
+        coeffs = {a: int(c) for a, c in f.coeffs.items()}
+        step = None
+        for w in sorted({abs(c) for c in coeffs.values() if abs(c) > 1}):
+            row = {a: c // w for a, c in coeffs.items() if c % w == 0}
+            col = {a: c for a, c in coeffs.items() if c % w != 0}
+            c0 = int(f.const)
+            r = c0 % w
+            digit = AffineForm.make(col, r)
+            if _empty(path, ge0(-digit - w)) and _empty(path, ge0(digit - w)):
+                step = (AffineForm.make(row, (c0 - r) // w), digit)
+                break
+        if step is None:
+            break
+        f, digit = step
+        zeros.append(digit)
+    if not zeros:
+        return None
+    return [f, *zeros]
 
 
 def _empty(system: Dnf, extra: Constraint | bool) -> bool:
