@@ -21,20 +21,24 @@ KNOWN_TARGETS = {"interp": False, "opencl": False, "cuda": False}
 
 @attrs.frozen
 class Target:
-    """A backend and whether its compiler may contract floating-point operations."""
+    """A backend, whether its compiler may contract floating-point operations, and (when
+    known) the bytes of shared memory a block of its device has (LEG-34)."""
 
     name: str
     contraction: bool = False
+    shared_bytes: int | None = None
 
 
-def target(name: str, contraction: bool | None = None) -> Target:
-    """The target ``name`` as sarek_py builds it, or with ``contraction`` as configured.
+def target(name: str, contraction: bool | None = None,
+           shared_bytes: int | None = None) -> Target:
+    """The target ``name`` as sarek_py builds it, or with ``contraction`` as configured;
+    ``shared_bytes``: the device's shared memory per block, when known.
 
     An unknown target is assumed to contract (LEG-9: refuse when unsure).
     """
     if contraction is None:
         contraction = KNOWN_TARGETS.get(name, True)
-    return Target(name, contraction)
+    return Target(name, contraction, shared_bytes)
 
 
 def contraction_refusal(t: Target, *, force: bool = False) -> FusionRefused | None:

@@ -50,6 +50,14 @@ def element_bytes(elem: Scalar) -> int:
     return 1 if elem is Scalar.BOOL else elem.dtype.itemsize
 
 
+def static_shared_bytes(kernel: Kernel) -> int:
+    """The bytes of the kernel's shared arrays of constant extent (its dynamic one, whose
+    extent each launch gives, not counted)."""
+    return sum(v.type.size * element_bytes(v.type.elem) for v in kernel.locals
+               if isinstance(v.type, ArrayType) and v.type.space is MemSpace.SHARED
+               and not is_dynamic_shared(v.type))
+
+
 def dynamic_extent(kernel: Kernel, shared: object) -> int | None:
     """The dynamic shared extent ``shared`` (elements) of a launch of ``kernel``, checked
     (LCH-50): a :class:`LaunchError` when the kernel has a dynamic shared array and no

@@ -32,6 +32,7 @@ from sarek_py.fusion.refusal import FusionRefused, Options
 from sarek_py.fusion.shared_memory import refuse_dynamic_shared
 from sarek_py.ir.deep import SHALLOW, call_deep, deep, in_deep_thread, tree_depth
 from sarek_py.ir.diagnostics import SarekError
+from sarek_py.ir.dynamic_shared import static_shared_bytes
 from sarek_py.ir.host.evaluate import host_eval
 from sarek_py.ir.host.launch import Launch, LaunchArg, Sync, is_symbolic
 from sarek_py.ir.host.program import Block, HAssign, Program
@@ -120,6 +121,24 @@ def _fuse_pair_noted(p: Launch, c: Launch, name: str | None = None
         except FusionRefused as tw:
             raise FusionRefused(refused.rule, f"{refused.reason}; nor thread-wise (LEG-30): "
                                 f"{tw.reason}", refused.loc, options=refused.options) from None
+
+
+def _refuse_shared_overflow(fused: Launch, p: Launch, c: Launch,
+                            target: Target | None) -> None:
+    """LEG-34: the fused kernel's shared arrays are the producer's and the consumer's
+    together; when they pass the shared memory a block of the target's device has, the
+    fused launch would be refused where the two launches run: the pair is not fused."""
+    limit = None if target is None else target.shared_bytes
+    if limit is None:
+        return
+    need = static_shared_bytes(fused.kernel)
+    if need <= limit:
+        return
+    raise FusionRefused(
+        "LEG-34", f"the fused kernel would need {need} bytes of shared memory per block "
+        f"({p.kernel.name}: {static_shared_bytes(p.kernel)}, {c.kernel.name}: "
+        f"{static_shared_bytes(c.kernel)}), more than the {limit} bytes a block has on "
+        f"the {target.name if target else '?'} device", c.kernel.loc)
 
 
 def _refuse_missing_axes(lc: Launch) -> None:
@@ -261,6 +280,7 @@ def fuse_launches(
             continue
         try:
             fused, note = _fuse_pair_noted(cur, nxt)
+            _refuse_shared_overflow(fused, cur, nxt, target)  # LEG-34
         except FusionRefused as r:
             r = in_user_names(r, names, frozenset(var_names(nxt.kernel)))
             report.append(Decision(pn, cn, False, r.rule, r.reason, loc=r.loc,
