@@ -28,7 +28,7 @@ from sarek_py.host.tiling import Loop, Nest, tile_nest, tiled_args
 from sarek_py.ir.nodes import Binary, BinaryOp, Const, Expr, Read, Ref, Store, var
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.types import Scalar, array
-from sarek_py.runtime import Backend, DeviceArray, get_backend
+from sarek_py.runtime import Backend, DeviceBuffer, get_backend
 
 SAXPY = parse_module("""
 kernel saxpy(x : f32[], y : f32[], a : f32, n : i32) =
@@ -55,7 +55,7 @@ def bench_saxpy(be: Backend, n: int, repeat: int) -> dict[str, float]:
     dx, dy = be.allocate((n,), np.float32), be.allocate((n,), np.float32)
     be.copy_in(dx, x)
     be.copy_in(dy, y)
-    args: dict[str, DeviceArray | np.generic] = {"x": dx, "y": dy, "a": a, "n": np.int32(n)}
+    args: dict[str, DeviceBuffer | np.generic] = {"x": dx, "y": dy, "a": a, "n": np.int32(n)}
 
     def device() -> None:
         be.launch(SAXPY, args, n, 256)
@@ -85,7 +85,7 @@ def bench_launch_cost(be: Backend, launches: int, repeat: int) -> dict[str, floa
     dx, dy = be.allocate((n,), np.float32), be.allocate((n,), np.float32)
     be.copy_in(dx, x)
     be.copy_in(dy, x)
-    args: dict[str, DeviceArray | np.generic] = {"x": dx, "y": dy, "a": np.float32(0.5),
+    args: dict[str, DeviceBuffer | np.generic] = {"x": dx, "y": dy, "a": np.float32(0.5),
                                                  "n": np.int32(n)}
 
     def burst() -> None:

@@ -5,6 +5,7 @@ The names most users need are here: the Python front end (``kernel``, ``helper``
 end), the text form (``parse_module``, ``print_module``) and the IR's main classes.
 """
 
+from sarek_py.cli.registry import VERSION
 from sarek_py.codegen import emit_cuda, emit_opencl
 from sarek_py.frontend import (
     FrontendError,
@@ -31,9 +32,11 @@ from sarek_py.ir.parser import parse_file, parse_module
 from sarek_py.ir.printer import print_kernel, print_module
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar
 from sarek_py.runtime import get_backend
+from sarek_py.runtime.arrays import DeviceArray, empty, empty_like, to_device
 
 __all__ = [
     "ArrayType",
+    "DeviceArray",
     "FrontendError",
     "FusionRefused",
     "KernelLaunch",
@@ -52,6 +55,8 @@ __all__ = [
     "boolean",
     "emit_cuda",
     "emit_opencl",
+    "empty",
+    "empty_like",
     "f32",
     "f64",
     "fuse",
@@ -66,5 +71,6 @@ __all__ = [
     "pipeline",
     "print_kernel",
     "print_module",
+    "to_device",
 ]
-__version__ = "0.1.0"
+__version__ = VERSION  # one version: `sarek-py --version` prints it too (CLI-20)

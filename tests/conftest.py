@@ -40,6 +40,10 @@ GENERATED = frozenset({
     "test_leg30_generated_pairs_against_the_oracle", "test_off7_off12_eff10_sequence_sample",
     "test_lf17_pp2_pp3_off7_procedure_grid_sample",
     "test_ef3_generated_scoped_lets_differential", "test_leg12_in_place_symbolic_counts",
+    "test_fe75_generated_chains_equal_the_unfused_launches",
+    "test_ef31_ef34_generated_pairs_without_their_intermediate_are_exact",
+    "test_fe88_generated_pipelines_twice_bitwise_interp",
+    "test_fe88_generated_pipelines_twice_bitwise_opencl",
 })
 
 

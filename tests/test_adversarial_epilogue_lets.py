@@ -355,12 +355,25 @@ def test_ef3_generated_scoped_lets_differential(count: int) -> None:
                f"  let i = global_thread_id in {body}\n")
         ks = module(src)
         base = storages(N + 4, "XYZW")
-        (r,) = differential(ks, [("p", N, {"x": "X", "y": "Y", "n": N}),
-                                 ("c", tc, {"y": "Y", "z": "Z", "w": "W", "n": tc})], base)
+        try:
+            (r,) = differential(ks, [("p", N, {"x": "X", "y": "Y", "n": N}),
+                                     ("c", tc, {"y": "Y", "z": "Z", "w": "W", "n": tc})],
+                                base)
+        except SarekError as err:
+            # a consumer that is not element-wise may fuse thread-wise (LEG-30: each
+            # thread runs P's part then C's) although its own threads race on z (`z[k]`
+            # in a loop): the unfused pair then has no defined result to compare
+            assert not copies_only and "data race" in str(err), (err, src)
+            continue
         expect = copies_only and tc <= N
-        assert (r is None) == expect, (r, tc, src)
-        if not copies_only:
-            assert r in ("EF-3", "EF-4", "LEG-7"), (r, src)
+        # the model's copies must fuse; what it does not count as a copy (`i * 1`, a
+        # mutable `m := m + 0`, a consumer fused thread-wise, LEG-30) may still be proved
+        # exact: then the bytes, checked by `differential`, are the oracle
+        if expect:
+            assert r is None, (r, tc, src)
+        elif r is not None:
+            assert r in ("EF-3", "EF-4", "LEG-7", "LEG-3"), (r, src)
+        assert r is not None or tc <= N, (tc, src)
         fused += r is None
     assert fused > count // 10, fused
 

@@ -249,12 +249,15 @@ def test_cli6_cli7_examples_run_deterministically(
     as a program (CLI-11): one line per declared variable, the same twice."""
     loaded = loading.load_any(str(example))
     if not isinstance(loaded, Module):
-        first = run_cli(capsys, "run", example)
+        # a program that reads has its input beside it (examples/newton.in, CLI-30)
+        given = example.with_suffix(".in")
+        extra = ["--input", str(given)] if given.exists() else []
+        first = run_cli(capsys, "run", example, *extra)
         assert first[0] == 0 and first[2] == "", first
         names = [LINE.match(x).group(1) for x in first[1].splitlines()  # type: ignore[union-attr]
                  if LINE.match(x)]
         assert names == [d.var.name for d in loaded.decls if d.var.is_array]
-        assert run_cli(capsys, "run", example) == first
+        assert run_cli(capsys, "run", example, *extra) == first
         return
     for k in loaded.kernels:
         argv: list[str | Path] = ["run", example, "--kernel", k.name, "--threads", "256",

@@ -257,7 +257,8 @@ def attrs_evolve(lim: DeviceLimits, **kw: Any) -> DeviceLimits:
 def test_lch20_python_api_scan_loop_ends_at_the_fault() -> None:
     """CG-22: a while loop whose test reads past the end (all zeros: it never finds its
     stop value) ends at the fault instead of spinning on element 0; run_kernel raises the
-    interpreter's error class, and the caller's arrays are left as they were."""
+    interpreter's error class, and the caller's copied arrays are left as they were (arrays
+    used in place, LCH-67, hold what was stored before the fault)."""
     opencl_or_skip()
     proc = child_python("""
         import numpy as np
@@ -266,9 +267,10 @@ def test_lch20_python_api_scan_loop_ends_at_the_fault() -> None:
         from sarek_py.runtime import get_backend
         k = parse_file("tests/test_device_safety_cases.sk").kernel("scan")
         out = np.full(16, 5, np.int32)
+        be = get_backend("opencl")
+        be.zero_copy = False  # copied arrays; in place (LCH-67): tests/test_zero_copy.py
         try:
-            get_backend("opencl").run_kernel(k, {"x": np.zeros(16, np.int32), "out": out},
-                                             16, 16)
+            be.run_kernel(k, {"x": np.zeros(16, np.int32), "out": out}, 16, 16)
         except InterpError as e:
             print("raised:", e.message)
         print("out untouched:", bool((out == 5).all()))

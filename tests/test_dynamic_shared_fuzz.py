@@ -105,12 +105,12 @@ def test_cg50_local_buffer_is_extent_times_element_bytes(t: str) -> None:
     from sarek_py.codegen.cstyle import emit
     from sarek_py.codegen.opencl import OPENCL
     from sarek_py.runtime.args import arg_plan
-    from sarek_py.runtime.base import DeviceArray
+    from sarek_py.runtime.base import DeviceBuffer
 
     k = KERNELS[t]
     plan = arg_plan(emit(k, OPENCL).abi, k, np.uint8)
     dt = k.params[0].scalar.dtype
-    x = DeviceArray(np.zeros(4 * dt.itemsize, np.uint8), (4,), dt)
+    x = DeviceBuffer(np.zeros(4 * dt.itemsize, np.uint8), (4,), dt)
     kinds = [s[0] for s in plan.slots]
     assert kinds[-2:] == ["shared", "shared_extent"]
     values = plan.values({"x": x, "out": x, "n": np.int32(4), "k": np.int32(0)}, 4, None,

@@ -19,6 +19,7 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("well_formed", "the kernels are checked IR (EF-1)"),
     ("user_names", "refusals in the user's names of a fused kernel's variables"),
     ("accesses", "array accesses of kernel code, through helpers (EF-3)"),
+    ("traffic", "a bound on the bytes a list of launches moves (EF-35)"),
     ("buffers", "which buffer a launch argument names; one buffer or overlap (LEG-1)"),
     ("consumer", "the element-wise consumer and the window check (EF-1..EF-4, EF-9)"),
     ("domain", "the elements an element-wise consumer acts on (LEG-18)"),
@@ -29,6 +30,7 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("grid_stride_consumer", "a grid-stride consumer as the element-wise one (EF-25)"),
     ("threadwise", "thread-wise fusion of launches of one shape (LEG-30, LEG-31)"),
     ("sequence", "fuse_launches and the runs of launches of host programs (LEG-10)"),
+    ("dead_stores", "the stores of an intermediate nobody can see dropped (EF-30..EF-35)"),
 )
 
 

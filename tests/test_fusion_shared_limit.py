@@ -79,3 +79,29 @@ def test_leg34_the_device_limit_reaches_fusion(backend: str) -> None:
     assert rep2[0].fused
     with pytest.raises(SarekError, match="shared memory"):
         be.run_kernel(forced[0].kernel, forced[0].by_name, *forced[0].counts())
+
+
+def test_leg34_a_pipeline_gives_its_backend_limit() -> None:
+    """LEG-34 through a pipeline: the pair whose shared arrays pass the OpenCL device's
+    limit together is not fused, and the pipeline runs the two launches with the
+    interpreter's bytes."""
+    import sarek_py
+
+    try:
+        be = get_backend("opencl")
+    except SarekError as exc:
+        pytest.skip(str(exc))
+    limits = be.device_limits()
+    assert limits is not None
+    ls, bufs = pair(limits.shared_bytes // 4 // 2 + 16)
+    ref = {k: v.copy() for k, v in bufs.items()}
+    for lc in ls:
+        get_backend("interp").run_kernel(lc.kernel, {n: ref[n] if n in ref else v
+                                                     for n, v in lc.by_name.items()},
+                                         *lc.counts())
+    p = sarek_py.pipeline("opencl")
+    p.recorded.extend(ls)
+    p.run()
+    assert [d.rule for d in p.decisions] == ["LEG-34"]
+    for k in "xty":
+        assert bufs[k].tobytes() == ref[k].tobytes(), k

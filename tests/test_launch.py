@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -46,13 +47,20 @@ check_module(M)
 
 
 @pytest.fixture(params=["interp", "opencl"])
-def be(request: pytest.FixtureRequest) -> Backend:
+def be(request: pytest.FixtureRequest) -> Iterator[Backend]:
     try:
         b = get_backend(request.param)
     except BackendUnavailable as exc:
         pytest.skip(exc.message)
     b.stats.reset()
-    return b
+    # the copying path: these tests count copies and discards (zero copy, LCH-67, is
+    # tests/test_zero_copy.py's)
+    was = getattr(b, "zero_copy", None)
+    if was is not None:
+        b.zero_copy = False  # type: ignore[attr-defined]
+    yield b
+    if was is not None:
+        b.zero_copy = was  # type: ignore[attr-defined]
 
 
 def hv(name: str, t: Any) -> Var:

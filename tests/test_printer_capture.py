@@ -65,11 +65,12 @@ def alpha(x: object) -> object:
         if isinstance(y, (Kernel, HelperFunc)):  # a closed item: its own scope
             saved = dict(table)
             out = (cls, *(go(getattr(y, f.name), (cls, f.name) in BINDERS)
-                          for f in attrs.fields(type(y)) if f.name != "loc"))
+                          for f in attrs.fields(type(y)) if f.eq))
             table.clear()
             table.update(saved)
             return out
-        fields = [f.name for f in attrs.fields(type(y)) if f.name != "loc"]
+        # the value's fields: not the location, nor a declaration's spelling (HP-44)
+        fields = [f.name for f in attrs.fields(type(y)) if f.eq]
         first = [f for f in fields if (cls, f) in BINDERS]  # bound before their scope
         done = {f: go(getattr(y, f), True) for f in first}
         return (cls, *(done[f] if f in done else go(getattr(y, f)) for f in fields))

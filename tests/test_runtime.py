@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -62,10 +63,18 @@ def backend(name: str) -> Backend:
 
 
 @pytest.fixture(params=["interp", "opencl"])
-def be(request: pytest.FixtureRequest) -> Backend:
+def be(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """The backend on its copying path: these tests check copies, discards and poison,
+    which a device sharing the host's memory skips (zero copy, LCH-67, is
+    tests/test_zero_copy.py's)."""
     b = backend(request.param)
     b.stats.reset()
-    return b
+    was = getattr(b, "zero_copy", None)
+    if was is not None:
+        b.zero_copy = False  # type: ignore[attr-defined]
+    yield b
+    if was is not None:
+        b.zero_copy = was  # type: ignore[attr-defined]
 
 
 def saxpy_args(n: int = 1000) -> dict[str, Any]:

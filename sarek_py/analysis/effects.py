@@ -44,6 +44,7 @@ from sarek_py.ir.host.program import (
     HReturn,
     HStop,
     HStore,
+    HWhile,
     Input,
     Intent,
     Output,
@@ -256,6 +257,10 @@ class ProgramEffects:
                 inner = self._walk(body, memo)
                 inner = attrs.evolve(inner, leaves=inner.leaves - {"break", "continue"})
                 return StmtEffects(expr_vars(a, b, st), frozenset({v})) | inner
+            case HWhile(cond=c, body=body):  # HP-40: its jumps are its own
+                inner = self._walk(body, memo)
+                inner = attrs.evolve(inner, leaves=inner.leaves - {"break", "continue"})
+                return StmtEffects(reads=expr_vars(c)) | inner
             case Break():
                 return StmtEffects(leaves=frozenset({"break"}))
             case Continue():

@@ -22,7 +22,7 @@ import sys
 from sarek_py.cli import check, emit, explain, fuse, opt, run
 from sarek_py.cli import print as print_
 from sarek_py.cli.loading import forget_sources, shown
-from sarek_py.cli.registry import COMMANDS, PROG, Command, UsageError
+from sarek_py.cli.registry import COMMANDS, PROG, VERSION, Command, UsageError
 from sarek_py.ir.diagnostics import SarekError
 
 #: the built-in subcommands' runners, in the order ``sarek-py --help`` lists them
@@ -37,13 +37,39 @@ def commands() -> list[Command]:
     return first + [c for c in COMMANDS.values() if c not in first]
 
 
+#: what ``sarek-py --help`` says first: what the tool is for (CLI-21)
+PURPOSE = """\
+sarek-py: proved-exact fusion of GPU kernels.
+It fuses kernels (.sk text, or Python @kernel files) only where the fused kernel
+is proved to give bit-for-bit the results of the kernels run one after the
+other, and otherwise names the rule that refuses it and why. Kernels compile to
+CUDA C and OpenCL C with contraction off, and run on CUDA, OpenCL or the
+reference interpreter."""
+
+#: the built-in subcommands in one line each, for the list of ``sarek-py --help`` (CLI-21);
+#: ``sarek-py COMMAND --help`` gives the whole help. Other subcommands show their help.
+SUMMARY = {
+    "print": "print a .sk or .py file back in canonical .sk form",
+    "check": "check a file: types, scopes, barriers, purity",
+    "run": "run a kernel or a host program; a digest of each array",
+    "emit": "print a kernel as CUDA C or OpenCL C",
+    "opt": "run IR passes on kernels, or loop passes on a program",
+    "fuse": "fuse a consumer kernel into its producer (epilogue)",
+    "explain": "say for each pair of launches whether it fuses, and why",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-parser per registered subcommand."""
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Typed GPU kernel IR: print, check and run .sk programs.")
-    sub = parser.add_subparsers(title="subcommands", metavar="COMMAND", required=True)
+        prog=PROG, description=PURPOSE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"{PROG} {VERSION}",
+                        help=f"print '{PROG} {VERSION}' and exit")
+    sub = parser.add_subparsers(title="subcommands (sarek-py COMMAND --help for one)",
+                                metavar="COMMAND", required=True)
     for cmd in commands():
-        sp = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help)
+        summary = SUMMARY.get(cmd.name, cmd.help) if cmd.run in BUILTIN else cmd.help
+        sp = sub.add_parser(cmd.name, help=summary, description=cmd.help)
         cmd.configure(sp)
         sp.set_defaults(_command=cmd, _parser=sp)
     return parser
@@ -92,7 +118,7 @@ def _silence_stdout() -> None:
         pass
 
 
-__all__ = ["BUILTIN", "build_parser", "commands", "main"]
+__all__ = ["BUILTIN", "PURPOSE", "SUMMARY", "build_parser", "commands", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

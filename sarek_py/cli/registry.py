@@ -15,6 +15,9 @@ import attrs
 
 PROG = "sarek-py"
 
+#: the package's version: ``sarek-py --version`` and ``sarek_py.__version__`` (CLI-20)
+VERSION = "0.1.0"
+
 Runner = Callable[[argparse.Namespace], int]
 
 
@@ -48,4 +51,4 @@ def command(name: str, help: str,
     return register
 
 
-__all__ = ["COMMANDS", "PROG", "Command", "Runner", "UsageError", "command"]
+__all__ = ["COMMANDS", "PROG", "VERSION", "Command", "Runner", "UsageError", "command"]

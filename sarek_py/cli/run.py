@@ -1,4 +1,4 @@
-"""``sarek-py run`` (docs/cli.md, CLI-6..CLI-8, CLI-11, CLI-14; CG-16, CG-24).
+"""``sarek-py run`` (docs/cli.md, CLI-6..CLI-8, CLI-11, CLI-14, CLI-30; CG-16, CG-24).
 
 ``run FILE --kernel K --threads N`` runs one kernel on random inputs
 (:mod:`~sarek_py.cli.inputs`); ``run FILE`` of a host program runs the program. Either way
@@ -66,6 +66,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compare", metavar="BACKEND",
                    help="also run on BACKEND from the same inputs and report per array "
                         "whether the bytes are identical (exit 1 if not)")
+    p.add_argument("--input", metavar="FILE",
+                   help="host programs: the values their 'read' statements take, separated "
+                        "by white space (CLI-30)")
     p.add_argument("--against", metavar="PROGRAM-FILE",
                    help="host programs: also run PROGRAM-FILE (e.g. the output of 'sarek-py "
                         "opt') on the same inputs and backend, and report per variable "
@@ -93,6 +96,9 @@ def run_command(args: argparse.Namespace) -> int:
     if args.against is not None:
         raise UsageError(f"--against compares two host programs; {args.file} is run as "
                          f"kernel '{target.name}'")
+    if args.input is not None:
+        raise UsageError(f"--input feeds the 'read' statements of a host program; {args.file} "
+                         f"is run as kernel '{target.name}' (its inputs are random, --seed)")
     threads, block, shape = launch_of(args)
     inputs = make_inputs(target, dict(sizes(args.size)), threads, seed_of(args))
     if args.compare:

@@ -186,15 +186,21 @@ def program_preset(p: Program, pairs: Sequence[tuple[str, tuple[int, ...]]]) -> 
 
 
 def run_program_args(p: Program, args: argparse.Namespace, backend: str) -> Any:
-    """Run host program ``p`` (HP-13) with ``--size`` presets, its parallel loops and
+    """Run host program ``p`` (HP-13) with ``--size`` presets and the values of
+    ``--input FILE`` for its ``read`` statements (HP-45, CLI-30), its parallel loops and
     launches on ``backend`` (``interp``: the reference interpreter; a device backend runs
     the offloaded program, HP-17); the ``HostResult`` with its ``executor``."""
     from sarek_py.host.backend import run_program_on
+    from sarek_py.host.input_values import read_input_file
 
     preset = program_preset(p, args.size)
+    # HP-45: --input FILE feeds the program's read statements (each run its own values)
+    path = getattr(args, "input", None)
+    inputs: Sequence[Any] = () if path is None else read_input_file(path)
     # HP-17: on a device backend the parallel loops run there too (offloaded), never on
     # the interpreter; the result names its executor
-    result, executor = run_program_on(p, backend, preset, check_races=not args.no_race_check)
+    result, executor = run_program_on(p, backend, preset, inputs=inputs,
+                                      check_races=not args.no_race_check)
     return attrs.evolve(result, executor=executor)
 
 

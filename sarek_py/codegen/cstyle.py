@@ -46,6 +46,7 @@ from sarek_py.codegen.bounds import (
 from sarek_py.codegen.dialect import Dialect
 from sarek_py.codegen.minmax import minmax_name, minmax_prelude
 from sarek_py.codegen.names import Namer
+from sarek_py.codegen.shallow import shallow_kernel
 from sarek_py.codegen.speculate import speculation_guard
 from sarek_py.codegen.wrap import BINARY_WORDS, WrapOp, wrap_name, wrap_prelude
 from sarek_py.ir.diagnostics import SarekError
@@ -879,6 +880,7 @@ def _accesses(body: Stmt, oob_helpers: set[str]) -> bool:
 def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
     """C source of ``kernel`` (and the helpers it calls) for dialect ``d``, with its ABI;
     ``checked=False`` leaves the array accesses unchecked (CG-22, CG-24)."""
+    kernel = shallow_kernel(kernel)  # no bracket nesting past the compilers' (CG-60)
     helpers = _helper_order(kernel)
     gnamer = Namer()
     kname = gnamer.fresh(kernel.name)

@@ -31,6 +31,12 @@ class ScalarMarker:
     def __repr__(self) -> str:
         return "boolean" if self.scalar is Scalar.BOOL else self.scalar.value
 
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The numpy dtype, so that ``np.dtype(f32)``, ``sarek_py.empty(n, f32)`` and
+        ``p.empty(n, f32)`` read the marker as numpy reads ``np.float32`` (FE-63)."""
+        return self.scalar.dtype
+
 
 @attrs.frozen
 class ArrayMarker:

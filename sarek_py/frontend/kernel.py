@@ -20,13 +20,16 @@ from typing import Any, Protocol, overload
 import numpy as np
 
 from sarek_py.frontend.intrinsics import KernelOnly
+from sarek_py.frontend.temporaries import Temporary
 from sarek_py.frontend.translate import translate_helper, translate_kernel
 from sarek_py.ir.deep import SHALLOW, call_deep, in_deep_thread, tree_depth
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.nodes import HelperFunc, Kernel, Loc, Var
 from sarek_py.ir.types import ArrayType, Scalar
+from sarek_py.runtime.arrays import DeviceArray
+from sarek_py.runtime.cache import kernel_facts
 
-ArgValue = np.ndarray[Any, Any] | int | float | bool | np.generic
+ArgValue = np.ndarray[Any, Any] | int | float | bool | np.generic | DeviceArray | Temporary
 
 
 #: a thread count or block size, or (CUDA's spelling, FE-24) a grid or block shape
@@ -303,10 +306,46 @@ def bind_arguments(k: Kernel, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     return {p.name: _convert(k, p, out[p.name]) for p in k.params}
 
 
+#: each scalar type's numpy dtype (``Scalar.dtype`` is a property: this is the hot path of
+#: every launch, FE-82)
+_DTYPE: dict[Scalar, np.dtype[Any]] = {s: s.dtype for s in Scalar if s is not Scalar.UNIT}
+_I32_RANGE = range(-(2**31), 2**31)
+
+
 def _convert(k: Kernel, p: Var, a: Any) -> ArgValue:
+    t0 = p.type
+    # the common arguments first, checked exactly as below (a launch's hot path, FE-82)
+    if isinstance(t0, ArrayType):
+        if (type(a) is np.ndarray and a.dtype == _DTYPE[t0.elem] and a.ndim == t0.rank
+                and a.flags.writeable):
+            return a
+    elif type(a) is float and t0.is_float or type(a) is int and t0 is Scalar.I32 \
+            and a in _I32_RANGE:
+        fast: np.generic = _DTYPE[t0].type(a)
+        return fast
     where = f"argument '{p.name}' of kernel '{k.name}'"
     if isinstance(p.type, ArrayType):
         t = p.type
+        if isinstance(a, Temporary):  # a pipeline temporary (FE-70)
+            return a.sarek_argument(where, t)
+        if not isinstance(a, np.ndarray | DeviceArray):
+            from sarek_py.runtime.interop import InteropError, adopt, is_foreign_array
+
+            if not is_foreign_array(a):
+                raise LaunchArgumentError(
+                    f"{where} must be a numpy array of {t.elem} (rank {t.rank}), a "
+                    "sarek_py.DeviceArray, a pyopencl array or an object with "
+                    f"__cuda_array_interface__ or __dlpack__, not {type(a).__name__}")
+            try:
+                a = adopt(a, where)  # a foreign array, used in place (FE-61)
+            except InteropError as exc:
+                raise LaunchArgumentError(exc.message) from None
+        if isinstance(a, DeviceArray):  # its buffer, no copy (FE-60)
+            if a.dtype != t.elem.dtype or a.ndim != t.rank:
+                raise LaunchArgumentError(
+                    f"{where} must be an array of dtype {t.elem.dtype} and rank {t.rank}, "
+                    f"not a device array of dtype {a.dtype} and rank {a.ndim}")
+            return a
         if not isinstance(a, np.ndarray):
             raise LaunchArgumentError(f"{where} must be a numpy array of {t.elem} "
                                       f"(rank {t.rank}), not {type(a).__name__}")
@@ -315,11 +354,14 @@ def _convert(k: Kernel, p: Var, a: Any) -> ArgValue:
                 f"{where} must be a numpy array of dtype {t.elem.dtype} and rank {t.rank}, "
                 f"not dtype {a.dtype} and rank {a.ndim} (no conversion: the results are "
                 "written back into this array)")
-        if not a.flags.writeable:
-            raise LaunchArgumentError(f"{where} is a read-only array")
-        return a
+        if not a.flags.writeable and p.name in kernel_facts(k).written:
+            raise LaunchArgumentError(
+                f"{where} is a read-only array, and kernel '{k.name}' may store into it "
+                "(its results are written back into the array): pass a writable copy, "
+                "np.array(...)")
+        return a  # read-only and only read: copied in, never written back (FE-15)
     s = p.type
-    if isinstance(a, np.ndarray):
+    if isinstance(a, np.ndarray | DeviceArray):
         raise LaunchArgumentError(f"{where} is a scalar {s}, not an array")
     if s is Scalar.BOOL:
         if not isinstance(a, bool | np.bool_):

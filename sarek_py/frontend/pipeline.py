@@ -26,9 +26,13 @@ from sarek_py.frontend.kernel import (
     emit,
     get_backend,
 )
-from sarek_py.fusion.epilogue.sequence import Decision, fuse_launches
+from sarek_py.frontend.plan_cache import cached_fuse
+from sarek_py.frontend.replay import LastRun, replay
+from sarek_py.frontend.temporaries import Temporaries, Temporary
+from sarek_py.fusion.epilogue.sequence import Decision
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.host.launch import KernelLaunch, Launch
+from sarek_py.runtime.arrays import HOST_ACCESS_HOOKS, DeviceArray
 
 
 def current() -> Recorder | None:
@@ -49,6 +53,13 @@ class Pipeline:
         self.decisions: list[Decision] = []
         self.results: list[Any] = []
         self._token: Token[Recorder | None] | None = None
+        #: what the last run ran, for :meth:`replay` (None before a run, FE-86)
+        self.last_run: LastRun | None = None
+        #: the arrays made by :meth:`empty` / :meth:`empty_like` (FE-70)
+        self.temporaries = Temporaries(self)
+        #: the runs made inside the open ``with`` block (a host read of a temporary,
+        #: ``p.run()``): the block's launches then ran in parts (FE-89)
+        self._runs_in_block = 0
 
     # ------------------------------------------------------------------ context
 
@@ -59,6 +70,7 @@ class Pipeline:
             raise SarekError("pipelines cannot be nested: the inner one would run its "
                              "launches before the outer one's")
         self._token = RECORDER.set(self)
+        self._runs_in_block = 0
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -70,6 +82,11 @@ class Pipeline:
             self.run()
         else:
             self.recorded.clear()  # an error in the block: nothing runs
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the ``with`` block is running (launches are being recorded)."""
+        return self._token is not None
 
     # --------------------------------------------------------------- recording
 
@@ -92,16 +109,55 @@ class Pipeline:
         launches, self.recorded = self.recorded, []
         if not launches:
             return []
+        recorded = launches
         backend = self._backend()
-        if self.fuse:
-            launches, decisions = fuse_launches(launches, target=target(backend.name),
-                                                force=self.force)
+        self.last_run = None  # FE-86: a run that fails leaves nothing to replay
+        if self.fuse:  # the plan found again when these launches were planned (FE-80)
+            limits = backend.device_limits()  # the fused kernel's shared memory (LEG-34)
+            tgt = target(backend.name,
+                         shared_bytes=None if limits is None else limits.shared_bytes)
+            launches, decisions = cached_fuse(launches, backend=backend.name,
+                                              target=tgt, force=self.force)
             self.decisions.extend(decisions)
+        # temporaries: dead stores dropped at the final run, the others allocated (FE-71)
+        launches = self.temporaries.bind(recorded, launches, final=not self.is_open)
         results = [backend.run_kernel(lc.kernel, lc.by_name, *lc.counts(), **_shape_of(lc))
                    for lc in launches]
         self.launches.extend(launches)
         self.results.extend(results)
+        # a part of the block (the block still open), or its last part after earlier ones
+        parts = self._runs_in_block + 1
+        if self.is_open:
+            self._runs_in_block += 1
+        self.last_run = LastRun(backend, tuple(launches), parts=parts)
         return results
+
+    def empty(self, shape: Any, dtype: Any = "float32", *, name: object = None
+              ) -> Temporary:
+        """A temporary of ``shape`` and ``dtype``: device-only, its stores dropped when
+        nobody can see them (FE-70, FE-71); ``name``: for the report (default: the
+        variable assigned)."""
+        return self.temporaries.empty(shape, dtype, name)
+
+    def empty_like(self, x: Any, *, name: object = None) -> Temporary:
+        """A temporary of ``x``'s shape and dtype (FE-70): ``x`` a numpy array, a
+        device array, a temporary, or anything with ``shape`` and ``dtype``."""
+        shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
+        if shape is None or dtype is None:
+            raise SarekError(f"p.empty_like takes an array (numpy, device array or "
+                             f"temporary), not {type(x).__name__}: for a list, write "
+                             "p.empty_like(np.asarray(...))")
+        return self.temporaries.empty(shape, dtype, name)
+
+    def keep(self, t: object) -> Temporary:
+        """Mark the temporary ``t`` as read after the pipeline: its stores stay (FE-71)."""
+        return self.temporaries.keep(t)
+
+    def replay(self, times: object = 1) -> list[Any]:
+        """Run the launches of the last run again ``times`` times, on the same arrays
+        (their current contents), without recording or planning (FE-85 … FE-87); the
+        results of the last time."""
+        return replay(self, times)
 
     # ---------------------------------------------------------------- reporting
 
@@ -112,6 +168,7 @@ class Pipeline:
         if not self.fuse:
             lines.append("fusion is off for this pipeline")
         lines.extend(str(d) for d in self.decisions)
+        lines.extend(self.temporaries.report_lines())  # FE-74
         if self.recorded:
             lines.append(f"{len(self.recorded)} launch(es) recorded, not run yet")
         return "\n".join(lines)
@@ -122,6 +179,18 @@ class Pipeline:
         for lc in self.launches:
             seen.setdefault(lc.kernel.name, emit(lc.kernel, target))
         return "\n".join(seen.values())
+
+
+def _host_access(d: DeviceArray) -> None:
+    """FE-72 for device arrays: the host reads or writes ``d`` inside an open pipeline
+    whose recorded launches use it: they run first, so the host sees (and changes) what
+    the launches one by one would leave."""
+    p = current()
+    if isinstance(p, Pipeline) and any(a is d for lc in p.recorded for a in lc.args):
+        p.run()
+
+
+HOST_ACCESS_HOOKS.append(_host_access)
 
 
 def pipeline(backend: str | None = None, *, fuse: bool = True, force: bool = False) -> Pipeline:

@@ -17,6 +17,8 @@ from sarek_py.ir.host.program import (
     HIf,
     HostStmt,
     HStore,
+    HWhile,
+    Input,
     Output,
     ParFor,
     PointerAssoc,
@@ -103,6 +105,9 @@ def check_program(program: Program) -> None:
                     if bound is not None:
                         _check_expr(bound, Scalar.I32, "a bound of 'for'", s.loc)
                 go(body, True)
+            case HWhile(cond=c, body=body):  # HP-40
+                _check_expr(c, Scalar.BOOL, "the condition of 'while'", s.loc)
+                go(body, True)
             case Break() | Continue() if not in_loop:
                 raise CheckError(f"'{type(s).__name__.lower()}' outside a loop", s.loc)
             case ParFor(indices=ixs):
@@ -139,6 +144,12 @@ def check_program(program: Program) -> None:
                         raise CheckError("iostat needs an integer scalar variable, not "
                                          f"{_spec_text(value)}",
                                          getattr(value, "loc", None) or s.loc)
+            case Input(vars=vs):  # HP-45: read takes scalars
+                for v in vs:
+                    if v.is_array:
+                        raise CheckError(f"read takes scalar variables; '{v.name}' is an "
+                                         "array (read a scalar and store it, element by "
+                                         "element)", s.loc)
             case Allocate(array=a, dims=dims):
                 if not isinstance(a.type, ArrayType) or len(dims) != a.type.rank:
                     raise CheckError(f"allocate of '{a.name}' needs one bound per dimension",

@@ -21,6 +21,7 @@ import numpy as np
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.host.check import check_program, check_program_once
 from sarek_py.host.frame import Frame
+from sarek_py.host.input_values import InputValue, convert_value
 from sarek_py.host.parfor import parfor_kernel
 from sarek_py.host.residency import Residency, StopRequest
 from sarek_py.ir import interp_ops
@@ -42,6 +43,7 @@ from sarek_py.ir.host.program import (
     HReturn,
     HStop,
     HStore,
+    HWhile,
     Input,
     Intent,
     Output,
@@ -168,6 +170,9 @@ class HostInterp:
                  echo: bool = False, device: Backend | None = None) -> None:
         self.program = program
         self.inputs = iter(inputs)
+        #: the input file's name (HP-45), and how many values the program has read
+        self.input_source: str | None = getattr(inputs, "source", None)
+        self.inputs_read = 0
         self.output: list[str] = []
         self.echo = echo
         self.check_races = check_races
@@ -341,6 +346,8 @@ class HostInterp:
                     self.stmt(e, f)
             case HFor():
                 self._for(s, f)
+            case HWhile():
+                self._while(s, f)
             case Break():
                 raise _Leave("break")
             case Continue():
@@ -360,8 +367,16 @@ class HostInterp:
                     try:
                         x = next(self.inputs)
                     except StopIteration:
-                        raise HostError("read past the end of the input", s.loc) from None
-                    f.set_var(v, self._convert(v, x))
+                        src = f" ({self.input_source} holds {self.inputs_read} value" \
+                            f"{'' if self.inputs_read == 1 else 's'})" \
+                            if self.input_source else ""
+                        raise HostError(f"read past the end of the input, for '{v.name}'{src}",
+                                        s.loc) from None
+                    self.inputs_read += 1
+                    if isinstance(x, InputValue) and not v.is_array:  # HP-45
+                        f.set_var(v, convert_value(v, str(x), x.where, s.loc))
+                    else:
+                        f.set_var(v, self._convert(v, x))
             case Allocate():
                 self._allocate(s, f)
             case Deallocate(array=a):
@@ -393,6 +408,24 @@ class HostInterp:
                 if leave.kind != "continue":
                     raise
             i += step
+
+    def _while(self, s: HWhile, f: Frame) -> None:
+        """HP-40: the condition before each iteration (its arrays brought back from the
+        device first, as for an ``if``), ``break``/``continue`` as in a ``for`` (HP-3)."""
+        first = True
+        while True:
+            if not first:
+                self.device.before(s, f)
+            first = False
+            if not bool(self.eval(s.cond, f)):
+                return
+            try:
+                self.stmt(s.body, f)
+            except _Leave as leave:
+                if leave.kind == "break":
+                    return
+                if leave.kind != "continue":
+                    raise
 
     def _parfor(self, s: ParFor, f: Frame) -> None:
         key = id(s)

@@ -56,6 +56,8 @@ from sarek_py.ir.host.launch import Launch, ScratchBuffer, Sync, shape_counts
 from sarek_py.ir.host.program import (
     Attr,
     Block,
+    Break,
+    Continue,
     Decl,
     HFor,
     HIf,
@@ -63,6 +65,7 @@ from sarek_py.ir.host.program import (
     HostStmt,
     HReturn,
     HStop,
+    HWhile,
     ParFor,
     Procedure,
     Program,
@@ -404,7 +407,7 @@ class _Offloader:
             case HIf(then=t, else_=e):
                 return attrs.evolve(s, then=self.stmt(t),
                                     else_=None if e is None else self.stmt(e))
-            case HFor(body=b):
+            case HFor(body=b) | HWhile(body=b):
                 return attrs.evolve(s, body=self.stmt(b))
         return s
 
@@ -448,6 +451,9 @@ class _Syncs:
     shared: frozenset[Var] = frozenset()
     #: variables that may change through another name (EFF-10)
     aliased: frozenset[Var] = frozenset()
+    #: per enclosing sequential loop, innermost last: what is pending at its ``break``s
+    #: and at its ``continue``s (HP-41), and whether a ``continue`` must sync first
+    jumps: list[_Jumps] = attrs.field(factory=list)
 
     def __attrs_post_init__(self) -> None:
         self.aliased = may_alias(self.program)
@@ -458,6 +464,14 @@ class _Syncs:
         procedure, two of its array dummies and the program's arrays (EFF-11)."""
         return bool(names & pending or (names & self.aliased and pending & self.aliased)
                     or (names & self.shared and pending & self.shared))
+
+    def loop_body(self, body: HostStmt, pending: frozenset[Var]
+                  ) -> tuple[list[HostStmt], frozenset[Var], frozenset[Var]]:
+        return _loop_body(self, body, pending)
+
+    def while_loop(self, s: HWhile, cond: Expr, pending: frozenset[Var]
+                   ) -> tuple[list[HostStmt], frozenset[Var]]:
+        return _while_loop(self, s, cond, pending)
 
     def seq(self, stmts: Sequence[HostStmt], pending: frozenset[Var]
             ) -> tuple[list[HostStmt], frozenset[Var]]:
@@ -495,13 +509,20 @@ class _Syncs:
             case HFor():
                 if self.touches(expr_vars(s.start, s.stop, s.step), pending):
                     sync, pending = [Sync()], frozenset()
-                entry = pending
-                while True:
-                    body, out = self.one(s.body, entry)
-                    if out <= entry:
-                        break
-                    entry = entry | out
-                return [*sync, attrs.evolve(s, body=block(*body))], entry | out
+                body, entry, brk = self.loop_body(s.body, pending)
+                return [*sync, attrs.evolve(s, body=block(*body))], entry | brk
+            case HWhile(cond=c):
+                return self.while_loop(s, c, pending)
+            case Break():
+                if self.jumps:
+                    self.jumps[-1].breaks |= pending
+                return [s], pending
+            case Continue():
+                if self.jumps and self.jumps[-1].sync_continue and pending:
+                    return [Sync(), s], frozenset()
+                if self.jumps:
+                    self.jumps[-1].continues |= pending
+                return [s], pending
             case HReturn() | HStop():
                 lead: list[HostStmt] = [Sync()] if pending else []
                 return [*lead, s], frozenset()
@@ -509,6 +530,46 @@ class _Syncs:
         if self.touches(names, pending):
             return [Sync(), s], frozenset()
         return [s], pending
+
+
+@attrs.define
+class _Jumps:
+    breaks: frozenset[Var] = frozenset()
+    continues: frozenset[Var] = frozenset()
+    sync_continue: bool = False
+
+
+def _loop_body(syncs: _Syncs, body: HostStmt, pending: frozenset[Var]
+               ) -> tuple[list[HostStmt], frozenset[Var], frozenset[Var]]:
+    """OFF-7 around a sequential loop, by a fixpoint: the body placed for what may be
+    pending at the start of any iteration (before the loop, at the end of the body, at a
+    ``continue``); gives the body, that set, and what may be pending at a ``break``."""
+    entry = pending
+    while True:
+        syncs.jumps.append(_Jumps())
+        body_stmts, out = syncs.one(body, entry)
+        jumps = syncs.jumps.pop()
+        head = out | jumps.continues
+        if head <= entry:
+            return body_stmts, entry, jumps.breaks
+        entry = entry | head
+
+
+def _while_loop(syncs: _Syncs, s: HWhile, cond: Expr, pending: frozenset[Var]
+                ) -> tuple[list[HostStmt], frozenset[Var]]:
+    """OFF-7 for ``while`` (HP-41): its condition is read on the host before every test;
+    when it may read an array a pending launch writes, a ``sync`` goes before the loop,
+    at the end of the body and before each ``continue`` of the loop, so that nothing is
+    pending at a test."""
+    body, entry, brk = _loop_body(syncs, s.body, pending)
+    if not syncs.touches(expr_vars(cond), entry):
+        return [attrs.evolve(s, body=block(*body))], entry | brk
+    lead: list[HostStmt] = [Sync()] if pending else []
+    syncs.jumps.append(_Jumps(sync_continue=True))
+    body, out = syncs.one(s.body, frozenset())
+    jumps = syncs.jumps.pop()
+    tail: list[HostStmt] = [Sync()] if out else []
+    return [*lead, attrs.evolve(s, body=block(*body, *tail))], jumps.breaks
 
 
 def place_syncs(s: HostStmt, program: Program, final: bool = False,

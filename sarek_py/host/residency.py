@@ -24,11 +24,12 @@ from sarek_py.ir.host.program import (
     HIf,
     HostError,
     HostStmt,
+    HWhile,
     Program,
     expr_vars,
 )
 from sarek_py.ir.nodes import Loc, Ref, Var
-from sarek_py.runtime.base import Backend, DeviceArray, LaunchError, scalar_value
+from sarek_py.runtime.base import Backend, DeviceBuffer, LaunchError, scalar_value
 from sarek_py.runtime.cache import kernel_facts
 
 
@@ -46,7 +47,7 @@ class _Entry:
     waited for yet writes the buffer."""
 
     host: np.ndarray[Any, Any]
-    dev: DeviceArray
+    dev: DeviceBuffer
     host_valid: bool = True
     dev_valid: bool = False
     pending_write: bool = False
@@ -55,7 +56,7 @@ class _Entry:
 @attrs.define(eq=False)
 class _PendingStop:
     launch: Launch
-    status: DeviceArray
+    status: DeviceBuffer
     threads: int
 
 
@@ -69,7 +70,7 @@ class _StmtArrays:
 
 def _stmt_arrays(s: HostStmt, program: Program) -> _StmtArrays:
     """What :meth:`Residency.before` asks of a statement: the arrays it may read or write
-    itself (a test's or a loop's bounds for ``if`` and ``for``, whose bodies are asked
+    itself (a test's or a loop's bounds for ``if``, ``for`` and ``while``, whose bodies are asked
     when they run), from the one effect summary (EFF-4, EFF-8: a call names what its
     procedure's summary names through the arguments and outside, the same set sync
     placement looks at, OFF-12). Computed once per statement object."""
@@ -79,6 +80,8 @@ def _stmt_arrays(s: HostStmt, program: Program) -> _StmtArrays:
             names = expr_vars(c)
         case HFor(start=a, stop=b, step=st):
             names = expr_vars(a, b, st)
+        case HWhile(cond=c):  # its condition, asked before each test (HP-40)
+            names = expr_vars(c)
         case Block():
             names = frozenset()
         case _:
@@ -182,7 +185,7 @@ class Residency:
             if bool(evaluate(c, f)):
                 discard.add(id(f.get_var(v)))
         scratch = {x.argument: int(evaluate(x.size, f)) for x in s.scratch}
-        args: dict[str, DeviceArray | np.generic] = {}
+        args: dict[str, DeviceBuffer | np.generic] = {}
         touched: list[tuple[_Entry, bool]] = []
         for pos, (p, a) in enumerate(zip(k.params, s.args, strict=True)):
             if pos in scratch:

@@ -43,13 +43,17 @@ class FusionStep:
     array: str
     count: str
     threads: tuple[Count, Count] | None = attrs.field(default=None, converter=_counts)
+    #: the intermediate's stores were dropped (specs/epilogue-fusion.md EF-30 .. EF-34):
+    #: ``array`` is no longer a parameter; each launch proves the step again with a ghost
+    #: array stored where the dropped stores were (``fused(P, C, dead p_t, ep_tc)``)
+    dead: bool = attrs.field(default=False, kw_only=True)
 
     def renamed(self, prefix: str) -> FusionStep:
         """The step seen from a kernel that renamed every parameter with ``prefix``."""
         th = None if self.threads is None else tuple(
             prefix + t if isinstance(t, str) else t for t in self.threads)
         return FusionStep(self.producer, self.consumer, prefix + self.array,
-                          prefix + self.count, th)  # type: ignore[arg-type]
+                          prefix + self.count, th, dead=self.dead)  # type: ignore[arg-type]
 
 
 @attrs.frozen

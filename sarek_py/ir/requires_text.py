@@ -29,7 +29,7 @@ def format_requires(req: FusionRequires | None, ranges: Sequence[str] = ()) -> s
         if isinstance(s, ThreadStep):
             items.append(f"threadwise({s.producer}, {s.consumer}, {s.dims})")
             continue
-        fields = [s.producer, s.consumer, s.array, s.count]
+        fields = [s.producer, s.consumer, ("dead " if s.dead else "") + s.array, s.count]
         if s.threads is not None:
             fields += [str(t) for t in s.threads]
         items.append(f"fused({', '.join(fields)})")
@@ -105,7 +105,16 @@ def parse_requires(p: Any, params: tuple[Any, ...], condition: Callable[[], Expr
             p.expect(",", "after the producer's name")
             cons = str(p.expect_name("(the consumer's name)").text)
             p.expect(",", "after the consumer's name")
-            arr = param("array", "(the intermediate array)")
+            dead = p.at(NAME) and p.peek().text == "dead" and p.peek(1).kind == NAME
+            if dead:  # the intermediate's stores were dropped (EF-33): not a parameter
+                p.advance()
+                tok = p.expect_name("(the dropped intermediate array)")
+                if tok.text in by_name:
+                    raise p.error(f"'dead {tok.text}' names a parameter of this kernel: a "
+                                  "dropped intermediate is not one", tok)
+                arr = str(tok.text)
+            else:
+                arr = param("array", "(the intermediate array)")
             p.expect(",", "after the intermediate array")
             cnt = param("int", "(the parameter of the consumer's thread count)")
             threads: tuple[Count, Count] | None = None
@@ -113,7 +122,7 @@ def parse_requires(p: Any, params: tuple[Any, ...], condition: Callable[[], Expr
                 tp = count()
                 p.expect(",", "between the two thread counts")
                 threads = (tp, count())
-            steps.append(FusionStep(prod, cons, arr, cnt, threads))
+            steps.append(FusionStep(prod, cons, arr, cnt, threads, dead=dead))
         else:
             same_word = same_word or word
             group = [param("array", "(a parameter bound to the same buffer)")]

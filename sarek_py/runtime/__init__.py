@@ -8,11 +8,13 @@ saying why.
 
 from __future__ import annotations
 
+import threading
+
 from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.runtime.base import (
     POISON_BYTE,
     Backend,
-    DeviceArray,
+    DeviceBuffer,
     LaunchError,
     RunResult,
     TransferStats,
@@ -21,6 +23,7 @@ from sarek_py.runtime.base import (
 BACKENDS = ("cuda", "opencl", "interp")
 
 _instances: dict[str, Backend] = {}
+_LOCK = threading.RLock()
 _unavailable: dict[str, BackendUnavailable] = {}
 
 
@@ -49,15 +52,19 @@ def get_backend(name: str = "default") -> Backend:
         raise AssertionError("the interpreter is always available")
     if name not in BACKENDS:
         raise LaunchError(f"unknown backend {name!r} (choose one of {', '.join(BACKENDS)})")
-    if name in _unavailable:
-        raise _unavailable[name]
-    if name not in _instances:
-        try:
-            _instances[name] = _make(name)
-        except BackendUnavailable as exc:
-            _unavailable[name] = exc
-            raise
-    return _instances[name]
+    found = _instances.get(name)
+    if found is not None:
+        return found
+    with _LOCK:  # one backend object per name, whichever thread asks first (LCH-15)
+        if name in _unavailable:
+            raise _unavailable[name]
+        if name not in _instances:
+            try:
+                _instances[name] = _make(name)
+            except BackendUnavailable as exc:
+                _unavailable[name] = exc
+                raise
+        return _instances[name]
 
 
 def available_backends() -> list[str]:
@@ -72,5 +79,5 @@ def available_backends() -> list[str]:
     return out
 
 
-__all__ = ["BACKENDS", "POISON_BYTE", "Backend", "BackendUnavailable", "DeviceArray",
+__all__ = ["BACKENDS", "POISON_BYTE", "Backend", "BackendUnavailable", "DeviceBuffer",
            "LaunchError", "RunResult", "TransferStats", "available_backends", "get_backend"]

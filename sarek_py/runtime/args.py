@@ -17,7 +17,7 @@ from sarek_py.codegen.cstyle import KernelAbi
 from sarek_py.ir.dynamic_shared import element_bytes
 from sarek_py.ir.nodes import Kernel
 from sarek_py.ir.types import Scalar
-from sarek_py.runtime.base import DeviceArray, LaunchError
+from sarek_py.runtime.base import DeviceBuffer, LaunchError
 
 #: how a C argument is made: kind, parameter name (or ""), dimension, and the function
 #: making the C scalar (a numpy scalar type, or a bool conversion)
@@ -34,8 +34,8 @@ class ArgPlan:
     slots: tuple[_Slot, ...]
     dtypes: tuple[np.dtype[Any] | None, ...]
 
-    def values(self, args: Mapping[str, DeviceArray | np.generic], threads: int,
-               status: DeviceArray | None, handle: Callable[[DeviceArray], Any],
+    def values(self, args: Mapping[str, DeviceBuffer | np.generic], threads: int,
+               status: DeviceBuffer | None, handle: Callable[[DeviceBuffer], Any],
                fault: Any = None, shared: int | None = None,
                local: Callable[[int], Any] | None = None) -> list[Any]:
         """Values for the C parameters: buffers (through ``handle``), scalars as numpy
@@ -60,11 +60,11 @@ class ArgPlan:
                 out.append(ctype(args[param]))
             elif kind == "array":
                 a = args[param]
-                assert isinstance(a, DeviceArray)
+                assert isinstance(a, DeviceBuffer)
                 out.append(handle(a))
             elif kind == "extent":
                 a = args[param]
-                assert isinstance(a, DeviceArray)
+                assert isinstance(a, DeviceBuffer)
                 out.append(np.int32(a.shape[dim]))
             elif kind == "threads":
                 out.append(np.int64(threads))
@@ -128,10 +128,10 @@ def arg_plan(abi: KernelAbi, kernel: Kernel, bool_type: type) -> ArgPlan:
 def kernel_arguments(
     abi: KernelAbi,
     kernel: Kernel,
-    args: Mapping[str, DeviceArray | np.generic],
+    args: Mapping[str, DeviceBuffer | np.generic],
     threads: int,
-    status: DeviceArray | None,
-    handle: Callable[[DeviceArray], Any],
+    status: DeviceBuffer | None,
+    handle: Callable[[DeviceBuffer], Any],
     bool_type: type,
 ) -> list[Any]:
     """Values for the C parameters of one launch (the plan made and used at once)."""

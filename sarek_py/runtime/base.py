@@ -1,7 +1,7 @@
 """The interface every runtime implements: allocate, copy in, launch, sync, read back
 (specs/launch.md, LCH-8 … LCH-14).
 
-A backend owns device memory (:class:`DeviceArray`) and runs kernels on it. Launches do not
+A backend owns device memory (:class:`DeviceBuffer`) and runs kernels on it. Launches do not
 wait; :meth:`Backend.sync` does. :meth:`Backend.run_kernel` is the whole round trip with the
 interpreter's signature: the numpy arrays passed are copied in, the kernel runs, and the
 arrays the kernel may store are copied back into them (updated in place).
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection, Hashable, Mapping
+from typing import TYPE_CHECKING, Any, Union
 
 import attrs
 import numpy as np
@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 #: the byte a discarded (not copied-in) or scratch buffer is filled with
 POISON_BYTE = 0xA5
 
-HostValue = NDArray[Any] | int | float | bool | np.generic
+HostValue = Union[NDArray[Any], int, float, bool, np.generic, "DeviceArrayBase"]  # noqa: UP007
+
 
 
 @attrs.define
@@ -47,7 +48,9 @@ class TransferStats:
     """What a backend has moved: bytes copied in and out, bytes *not* copied in thanks to
     write-discard, bytes set to zero on the device instead of copied in (LCH-19), device
     bytes allocated, launches made; and what it has prepared (LCH-17): kernel sources
-    emitted and programs built (loaded) for launches."""
+    emitted and programs built (loaded) for launches. ``bytes_mapped`` counts the bytes of
+    numpy arrays a launch used in place, in memory the device shares with the host: no
+    copy in or out (LCH-67)."""
 
     bytes_in: int = 0
     bytes_out: int = 0
@@ -57,14 +60,16 @@ class TransferStats:
     launches: int = 0
     emits: int = 0
     builds: int = 0
+    bytes_mapped: int = 0
 
     def reset(self) -> None:
         self.bytes_in = self.bytes_out = self.bytes_discarded = self.bytes_zeroed = 0
+        self.bytes_mapped = 0
         self.bytes_allocated = self.launches = self.emits = self.builds = 0
 
 
 @attrs.define(eq=False)
-class DeviceArray:
+class DeviceBuffer:
     """A buffer of device memory holding an array of ``shape`` and ``dtype``."""
 
     handle: Any
@@ -78,6 +83,51 @@ class DeviceArray:
     @property
     def nbytes(self) -> int:
         return self.size * self.dtype.itemsize
+
+
+class DeviceArrayBase(abc.ABC):
+    """What a launch needs of a device array (LCH-60 …): the backend object it belongs to,
+    its buffer, the identity of its memory (LCH-64) and the foreign object whose memory it
+    uses in place, if any (LCH-70). The user's class is
+    :class:`sarek_py.runtime.arrays.DeviceArray`, which implements this one."""
+
+    __slots__ = ()
+
+    @property
+    @abc.abstractmethod
+    def runtime(self) -> Backend: ...
+
+    @property
+    @abc.abstractmethod
+    def buffer(self) -> DeviceBuffer: ...
+
+    @property
+    @abc.abstractmethod
+    def owner(self) -> Any:
+        """The foreign object whose memory this is (kept alive), or ``None``."""
+
+    @property
+    def backend(self) -> str:
+        """The name of the backend (``interp``, ``opencl``, ``cuda``)."""
+        return self.runtime.name
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.buffer.shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self.buffer.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.buffer.shape)
+
+    @property
+    def buffer_id(self) -> Hashable:
+        """The identity of the memory: two device arrays with the same ``buffer_id`` are
+        the same buffer (one may be a foreign array's memory used in place, LCH-64)."""
+        return (self.runtime.name, id(self.runtime), self.runtime.buffer_id(self.buffer.handle))
 
 
 @attrs.frozen(eq=False)
@@ -111,9 +161,10 @@ def check_args(kernel: Kernel, args: Mapping[str, Any]) -> dict[str, HostValue]:
         v = args[p.name]
         if isinstance(p.type, ArrayType):
             want = p.type.elem.dtype
-            if not isinstance(v, np.ndarray):
+            if not isinstance(v, np.ndarray | DeviceArrayBase):
                 raise LaunchError(f"kernel {kernel.name}: argument {p.name} must be a numpy "
-                                  f"array of {want}, not {type(v).__name__}")
+                                  f"array or a device array of {want}, not "
+                                  f"{type(v).__name__}")
             if v.dtype != want or v.ndim != p.type.rank:
                 raise LaunchError(
                     f"kernel {kernel.name}: argument {p.name} must be a {p.type.rank}-d array "
@@ -127,7 +178,7 @@ def check_args(kernel: Kernel, args: Mapping[str, Any]) -> dict[str, HostValue]:
                                       f"in dimension {d}, more than an i32 length can hold")
             out[p.name] = v
         else:
-            if isinstance(v, np.ndarray):
+            if isinstance(v, np.ndarray | DeviceArrayBase):
                 raise LaunchError(f"kernel {kernel.name}: argument {p.name} must be a scalar")
             out[p.name] = scalar_value(p.scalar, v, f"kernel {kernel.name}: argument {p.name}")
     extra = set(args) - {p.name for p in kernel.params}
@@ -170,13 +221,16 @@ class Pending:
 
     kernel: Kernel
     threads: int
-    dev_args: Mapping[str, DeviceArray | np.generic]
-    hosts: tuple[tuple[NDArray[Any], DeviceArray], ...]
+    dev_args: Mapping[str, DeviceBuffer | np.generic]
+    hosts: tuple[tuple[NDArray[Any], DeviceBuffer], ...]
     written: frozenset[str]
-    status: DeviceArray | None
+    status: DeviceBuffer | None
     read_back: Mapping[str, int]
     shape: LaunchShape | None = None
     shared: int | None = None
+    #: numpy arrays used in place (LCH-67) and their buffers: made visible to the host
+    #: again at :meth:`Backend.finish`, never copied
+    mapped: tuple[tuple[NDArray[Any], DeviceBuffer], ...] = ()
 
 
 class Backend(abc.ABC):
@@ -223,8 +277,8 @@ class Backend(abc.ABC):
     def _fill(self, handle: Any, nbytes: int, byte: int) -> None: ...
 
     @abc.abstractmethod
-    def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
-                threads: int, block: int, status: DeviceArray | None,
+    def _launch(self, kernel: Kernel, args: Mapping[str, DeviceBuffer | np.generic],
+                threads: int, block: int, status: DeviceBuffer | None,
                 check_races: bool, shape: LaunchShape | None = None,
                 shared: int | None = None) -> None:
         """Start the threads; ``shape`` is the grid and block of a launch given in
@@ -254,16 +308,77 @@ class Backend(abc.ABC):
     def sync(self) -> None:
         """Wait until every launch made so far has finished."""
 
+    # ------------------------------------------------- device arrays, zero copy
+
+    def buffer_id(self, handle: Any) -> Hashable:
+        """The identity of the memory of a buffer handle: equal for two handles of the
+        same memory (LCH-64). By object here; backends whose handles are wrappers say
+        better."""
+        return id(handle)
+
+    def use_host(self, host: NDArray[Any]) -> Any:
+        """A buffer handle that uses the numpy array ``host``'s memory in place for a
+        launch, or ``None`` when it must be copied (LCH-67): the device shares memory with
+        the host, and ``host`` is contiguous, writable and aligned as the device needs.
+        None here: a backend that can overrides it."""
+        return None
+
+    def release_host(self, handle: Any, host: NDArray[Any], written: bool) -> None:
+        """After the launch: make what the kernel wrote into ``host``'s memory, used in
+        place through ``handle`` (:meth:`use_host`), visible to the host. Nothing here:
+        no backend lends a host array unless it overrides both."""
+        return None
+
+    def export_array(self, array: DeviceArrayBase, name: str) -> Any:
+        """The interop attribute ``name`` of a device array of this backend (``cl_array``,
+        ``__cuda_array_interface__``, ``__dlpack__``, ``__dlpack_device__``, LCH-71,
+        LCH-74); an ``AttributeError`` saying so where this backend has none."""
+        raise AttributeError(f"a device array of the {self.name} backend has no {name}")
+
+    def acquire(self, array: DeviceArrayBase) -> None:
+        """Before a launch reads ``array``: wait for work on it that this backend's own
+        queue does not order (a foreign array's queue, LCH-70). Nothing here."""
+        return None
+
+    def _device_arg(self, kernel: Kernel, name: str, v: DeviceArrayBase,
+                    seen: dict[Hashable, DeviceArrayBase]) -> DeviceBuffer:
+        """The buffer of the device array ``v`` passed for ``name``: on this backend
+        (LCH-63), the same buffer twice bound once, a partial overlap refused (LCH-64)."""
+        if v.runtime is not self:
+            other = (f"the {v.backend} backend" if v.backend != self.name
+                     else f"another {v.backend} backend object")
+            raise LaunchError(
+                f"kernel {kernel.name}: argument {name} is a device array of {other}, but "
+                f"this launch runs on the {self.name} backend: copy it with "
+                f"sarek_py.to_device({name}.get(), backend={self.name!r}) (LCH-63)")
+        key = v.buffer_id
+        prior = seen.get(key)
+        if prior is not None:
+            if prior.shape != v.shape or prior.dtype != v.dtype:
+                raise LaunchError(f"kernel {kernel.name}: array argument {name} overlaps "
+                                  "another argument without being the same array (LCH-64)")
+            return prior.buffer
+        seen[key] = v
+        self.acquire(v)
+        return v.buffer
+
     # ------------------------------------------------------------------- interface
 
-    def allocate(self, shape: tuple[int, ...], dtype: np.dtype[Any] | type) -> DeviceArray:
+    def allocate(self, shape: tuple[int, ...], dtype: np.dtype[Any] | type) -> DeviceBuffer:
         dt = np.dtype(dtype)
-        arr = DeviceArray(None, tuple(int(n) for n in shape), dt)
-        arr.handle = self._alloc(arr.nbytes)
+        arr = DeviceBuffer(None, tuple(int(n) for n in shape), dt)
+        try:
+            arr.handle = self._alloc(arr.nbytes)
+        except LaunchError:
+            raise
+        except Exception as exc:  # the device's own words, in one sentence (LCH-60)
+            why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise LaunchError(f"cannot allocate {arr.nbytes} bytes ({dt}{list(arr.shape)}) on "
+                              f"the {self.name} backend: {why}") from None
         self.stats.bytes_allocated += arr.nbytes
         return arr
 
-    def copy_in(self, dev: DeviceArray, host: NDArray[Any]) -> None:
+    def copy_in(self, dev: DeviceBuffer, host: NDArray[Any]) -> None:
         """Copy the host array into the device buffer (same shape and dtype)."""
         if host.shape != dev.shape or host.dtype != dev.dtype:
             raise LaunchError(f"copy of a {host.dtype}{list(host.shape)} array into a "
@@ -272,7 +387,7 @@ class Backend(abc.ABC):
             self._write(dev.handle, np.ascontiguousarray(host))
         self.stats.bytes_in += host.nbytes
 
-    def copy_out(self, dev: DeviceArray, host: NDArray[Any], count: int | None = None) -> None:
+    def copy_out(self, dev: DeviceBuffer, host: NDArray[Any], count: int | None = None) -> None:
         """Copy the buffer into ``host`` (its leading ``count`` elements when given)."""
         n = dev.size if count is None else count
         if host.dtype != dev.dtype or host.size != n or n > dev.size:
@@ -287,12 +402,12 @@ class Backend(abc.ABC):
                 host[...] = tmp
         self.stats.bytes_out += n * host.dtype.itemsize
 
-    def fill(self, dev: DeviceArray, byte: int) -> None:
+    def fill(self, dev: DeviceBuffer, byte: int) -> None:
         if dev.nbytes:
             self._fill(dev.handle, dev.nbytes, byte)
 
-    def launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
-               threads: int, block: int = 256, status: DeviceArray | None = None, *,
+    def launch(self, kernel: Kernel, args: Mapping[str, DeviceBuffer | np.generic],
+               threads: int, block: int = 256, status: DeviceBuffer | None = None, *,
                check_races: bool = True, grid: Any = None, block_shape: Any = None,
                shared: Any = None) -> None:
         """Start ``threads`` threads in blocks of ``block`` (a count below one runs none);
@@ -392,11 +507,16 @@ class Backend(abc.ABC):
                 raise LaunchError(f"overwritten names {name}, which is not an array")
         facts = kernel_facts(kernel)
         written = facts.written
-        dev_args: dict[str, DeviceArray | np.generic] = {}
-        hosts: list[tuple[NDArray[Any], DeviceArray]] = []
+        dev_args: dict[str, DeviceBuffer | np.generic] = {}
+        hosts: list[tuple[NDArray[Any], DeviceBuffer]] = []
+        mapped: list[tuple[NDArray[Any], DeviceBuffer]] = []
+        devices: dict[Hashable, DeviceArrayBase] = {}
         arrays = {n: v for n, v in checked.items() if isinstance(v, np.ndarray)
                   and n not in scratch}
         for name, v in checked.items():
+            if isinstance(v, DeviceArrayBase):  # its buffer, no copy (LCH-62)
+                dev_args[name] = self._device_arg(kernel, name, v, devices)
+                continue
             if not isinstance(v, np.ndarray):
                 assert isinstance(v, np.generic)
                 dev_args[name] = v
@@ -407,7 +527,7 @@ class Backend(abc.ABC):
                     self.fill(dev, POISON_BYTE)
                 dev_args[name] = dev
                 continue
-            shared = next((d for h, d in hosts if _same_view(h, v)), None)
+            shared = next((d for h, d in hosts + mapped if _same_view(h, v)), None)
             if shared is not None:  # the same array passed twice: one buffer, as on the host
                 dev_args[name] = shared
                 continue
@@ -415,6 +535,13 @@ class Backend(abc.ABC):
             if any(np.shares_memory(v, o) for o in others):
                 raise LaunchError(f"kernel {kernel.name}: array argument {name} overlaps "
                                   "another argument without being the same array")
+            in_place = self.use_host(v)
+            if in_place is not None:  # the host's memory itself (LCH-67)
+                dev = DeviceBuffer(in_place, v.shape, v.dtype)
+                self.stats.bytes_mapped += v.nbytes
+                dev_args[name] = dev
+                mapped.append((v, dev))
+                continue
             dev = self.allocate(v.shape, v.dtype)
             aliased = any(_same_view(o, v) for n, o in arrays.items() if n != name)
             if name in overwritten and not aliased:
@@ -433,7 +560,7 @@ class Backend(abc.ABC):
                     grid=None if shape is None else shape.grid,
                     block_shape=None if shape is None else shape.block, shared=extent)
         return Pending(kernel, threads, dev_args, tuple(hosts), written, status, read_back,
-                       shape, extent)
+                       shape, extent, tuple(mapped))
 
     def finish(self, pending: Pending) -> RunResult:
         """After a :meth:`sync`: copy the arrays the kernel may have stored back into the
@@ -443,13 +570,16 @@ class Backend(abc.ABC):
             names = [n for n, d in pending.dev_args.items() if d is dev]
             if any(n in pending.written for n in names):
                 self.copy_out(dev, host)
+        for host, dev in pending.mapped:
+            names = [n for n, d in pending.dev_args.items() if d is dev]
+            self.release_host(dev.handle, host, any(n in pending.written for n in names))
         codes = np.zeros(max(pending.threads, 0), np.int32)
         if pending.status is not None:
             self.copy_out(pending.status, codes)
         backs: dict[str, NDArray[Any]] = {}
         for name, count in pending.read_back.items():
             buf = pending.dev_args[name]
-            assert isinstance(buf, DeviceArray)
+            assert isinstance(buf, DeviceBuffer)
             out = np.empty(count, buf.dtype)
             self.copy_out(buf, out, count)
             backs[name] = out

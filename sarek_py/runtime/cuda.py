@@ -7,11 +7,16 @@ without a driver or without a GPU the backend cannot be created and says why in 
 sentence (:class:`~sarek_py.ir.diagnostics.BackendUnavailable`). Launch parameters are checked
 against the device's attributes first (LCH-21); :meth:`CudaBackend.sync` reads each launch's
 bounds-check record (CG-22, LCH-20).
+
+Device arrays (LCH-60 …): an object with ``__cuda_array_interface__`` or a CUDA DLPack
+export is used in place (LCH-72, LCH-73, :mod:`sarek_py.runtime.interop`); a device array
+of this backend exports ``__cuda_array_interface__``, ``__dlpack__`` and
+``__dlpack_device__`` (LCH-74). A buffer handle is a PyCUDA allocation or a raw address.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import numpy as np
@@ -24,7 +29,7 @@ from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.ir.dynamic_shared import dynamic_shared, element_bytes
 from sarek_py.ir.nodes import Kernel
 from sarek_py.runtime.args import ArgPlan, arg_plan
-from sarek_py.runtime.base import Backend, DeviceArray
+from sarek_py.runtime.base import Backend, DeviceArrayBase, DeviceBuffer
 from sarek_py.runtime.cache import KernelCache, LruCache
 from sarek_py.runtime.faults import FaultWatch
 from sarek_py.runtime.limits import DeviceLimits
@@ -50,8 +55,11 @@ def _import_driver() -> Any:
     return drv
 
 
-def _handle(d: DeviceArray) -> Any:
-    return d.handle
+def _handle(d: DeviceBuffer) -> Any:
+    """The kernel argument of a buffer: a PyCUDA allocation as is, a foreign device address
+    (an ``int``, LCH-72) as ``np.uintp``, which PyCUDA passes as a pointer."""
+    h = d.handle
+    return np.uintp(h) if isinstance(h, int) else h
 
 
 class CudaBackend(Backend):
@@ -93,6 +101,40 @@ class CudaBackend(Backend):
     def device_limits(self) -> DeviceLimits:
         return self._limits
 
+    # ------------------------------------------------------------------ device arrays
+
+    def buffer_id(self, handle: Any) -> Hashable:
+        """The device address: one buffer, an allocation or a foreign address (LCH-64)."""
+        return int(handle)
+
+    def export_array(self, array: DeviceArrayBase, name: str) -> Any:
+        """``__cuda_array_interface__`` (version 3), ``__dlpack__`` and
+        ``__dlpack_device__`` of a device array of this backend, its memory (LCH-74)."""
+        from sarek_py.runtime import interop
+
+        if name == "__cuda_array_interface__":
+            return interop.cuda_interface_of(array.buffer)
+        if name == "__dlpack_device__":
+            return lambda: (interop.DL_CUDA, self.device_ordinal)
+        if name == "__dlpack__":
+            def capsule(stream: Any = None, **_: Any) -> Any:
+                self.sync()  # our launches are done before the consumer's stream reads
+                return interop.dlpack_capsule(int(array.buffer.handle), array.shape,
+                                              array.dtype, (interop.DL_CUDA,
+                                                            self.device_ordinal), array)
+            return capsule
+        return super().export_array(array, name)
+
+    @property
+    def device_ordinal(self) -> int:
+        return 0
+
+    def acquire(self, array: DeviceArrayBase) -> None:
+        """A foreign array (LCH-72, LCH-73): the context is synchronized first, so work
+        its producer queued on any stream is done before the launch."""
+        if array.owner is not None:
+            self.drv.Context.synchronize()
+
     @property
     def device_name(self) -> str:
         return f"{self.device.name()} ({self.arch})"
@@ -127,8 +169,8 @@ class CudaBackend(Backend):
     def _fill(self, handle: Any, nbytes: int, byte: int) -> None:
         self.drv.memset_d8(handle, byte, nbytes)
 
-    def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
-                threads: int, block: int, status: DeviceArray | None,
+    def _launch(self, kernel: Kernel, args: Mapping[str, DeviceBuffer | np.generic],
+                threads: int, block: int, status: DeviceBuffer | None,
                 check_races: bool, shape: LaunchShape | None = None,
                 shared: int | None = None) -> None:
         em, fn, plan = self.compiled(kernel)

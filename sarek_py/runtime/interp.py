@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sarek_py.ir.nodes import Kernel
-from sarek_py.runtime.base import Backend, DeviceArray
+from sarek_py.runtime.base import Backend, DeviceBuffer
 from sarek_py.runtime.shape import LaunchShape
 
 
@@ -37,15 +37,15 @@ class InterpBackend(Backend):
     def _fill(self, handle: Any, nbytes: int, byte: int) -> None:
         handle[:nbytes] = byte
 
-    def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
-                threads: int, block: int, status: DeviceArray | None,
+    def _launch(self, kernel: Kernel, args: Mapping[str, DeviceBuffer | np.generic],
+                threads: int, block: int, status: DeviceBuffer | None,
                 check_races: bool, shape: LaunchShape | None = None,
                 shared: int | None = None) -> None:
         from sarek_py.ir.interp import run_kernel  # the interpreter imports numpy only
 
         views: dict[str, Any] = {}
         for name, v in args.items():
-            if isinstance(v, DeviceArray):
+            if isinstance(v, DeviceBuffer):
                 views[name] = v.handle.view(v.dtype).reshape(v.shape)
             else:
                 views[name] = v
@@ -57,3 +57,4 @@ class InterpBackend(Backend):
 
     def sync(self) -> None:
         pass
+

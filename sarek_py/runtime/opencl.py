@@ -9,12 +9,19 @@ Launches go to an in-order queue and do not wait; :meth:`OpenCLBackend.sync` doe
 then reads each launch's bounds-check record (CG-22, LCH-20). Launch parameters are checked
 against the device's limits first (LCH-21).
 ``$SAREK_OPENCL_DEVICE`` picks a device whose platform or device name contains it.
+
+Device arrays (LCH-60 …): a ``pyopencl.array.Array`` of this backend's context is used in
+place (LCH-70) and a device array exports its buffer as ``.cl_array`` (LCH-71). On a device
+that shares memory with the host (``CL_DEVICE_HOST_UNIFIED_MEMORY``: PoCL on the CPU) a
+contiguous writable numpy argument is bound in place with ``CL_MEM_USE_HOST_PTR`` and mapped
+after the launch, instead of copied in and out (LCH-67; :attr:`OpenCLBackend.zero_copy`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import numpy as np
@@ -26,7 +33,7 @@ from sarek_py.codegen.opencl import BUILD_OPTIONS, OPENCL
 from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.ir.nodes import Kernel
 from sarek_py.runtime.args import ArgPlan, arg_plan
-from sarek_py.runtime.base import Backend, DeviceArray, LaunchError
+from sarek_py.runtime.base import Backend, DeviceArrayBase, DeviceBuffer, LaunchError
 from sarek_py.runtime.cache import KernelCache, LruCache
 from sarek_py.runtime.faults import FaultWatch
 from sarek_py.runtime.limits import DeviceLimits
@@ -77,7 +84,7 @@ def _three(sizes: Any) -> tuple[int, int, int]:
     return s[0], s[1], s[2]
 
 
-def _handle(d: DeviceArray) -> Any:
+def _handle(d: DeviceBuffer) -> Any:
     return d.handle
 
 
@@ -107,6 +114,50 @@ class OpenCLBackend(Backend):
             unit="work-items", max_block_dims=_three(dev.max_work_item_sizes))
         self.faults = FaultWatch(self._alloc, self._zero, self._read, self.queue.finish,
                                  self._read_async)
+        #: bind contiguous writable numpy arguments in place (LCH-67): on by default where
+        #: the device shares memory with the host; False takes the copying path a
+        #: discrete GPU takes
+        self.zero_copy = bool(getattr(dev, "host_unified_memory", False))
+
+    # ------------------------------------------------- device arrays, zero copy
+
+    def buffer_id(self, handle: Any) -> Hashable:
+        """The ``cl_mem`` address: one buffer, whatever Python object wraps it (LCH-64)."""
+        return int(handle.int_ptr)
+
+    def use_host(self, host: NDArray[Any]) -> Any:
+        """A ``CL_MEM_USE_HOST_PTR`` buffer over ``host`` (LCH-67), or None: zero copy off,
+        an empty, non-contiguous or read-only array (those are copied)."""
+        if (not self.zero_copy or not host.nbytes or not host.flags.c_contiguous
+                or not host.flags.writeable):
+            return None
+        mf = self.cl.mem_flags
+        return self.cl.Buffer(self.context, mf.READ_WRITE | mf.USE_HOST_PTR, hostbuf=host)
+
+    def release_host(self, handle: Any, host: NDArray[Any], written: bool) -> None:
+        """Map and unmap the in-place buffer: what the device wrote is then in ``host``'s
+        memory, as OpenCL guarantees only after a map (LCH-67)."""
+        if not written:
+            return  # the device read it only: the host's bytes are as they were
+        mapped, _ = self.cl.enqueue_map_buffer(self.queue, handle, self.cl.map_flags.READ,
+                                               0, host.shape, host.dtype, is_blocking=True)
+        mapped.base.release(self.queue)
+
+    def export_array(self, array: DeviceArrayBase, name: str) -> Any:
+        """``cl_array``: the device array's buffer as a ``pyopencl.array.Array`` on this
+        backend's queue, no copy (LCH-71)."""
+        if name != "cl_array":
+            return super().export_array(array, name)
+        import pyopencl.array as cla
+
+        return cla.Array(self.queue, array.shape, array.dtype, data=array.buffer.handle)
+
+    def acquire(self, array: DeviceArrayBase) -> None:
+        """A pyopencl array on another queue of this context: that queue is finished
+        first, so the work queued on it before the launch is done (LCH-70)."""
+        queue = getattr(array.owner, "queue", None)
+        if queue is not None and queue != self.queue:
+            queue.finish()
 
     def device_limits(self) -> DeviceLimits:
         return self._limits
@@ -120,7 +171,15 @@ class OpenCLBackend(Backend):
         key = (id(self.context), source)
         prg = _PROGRAMS.get(key)
         if prg is None:
-            prg = self.cl.Program(self.context, source).build(options=list(BUILD_OPTIONS))
+            try:
+                prg = self.cl.Program(self.context, source).build(
+                    options=list(BUILD_OPTIONS))
+            except self.cl.Error as exc:  # CG-61: the compiler's words, not a traceback
+                lines = [ln.strip() for ln in str(exc).splitlines() if "error:" in ln]
+                why = lines[0].split("error:", 1)[1].strip() if lines else "see its log"
+                why = re.sub(r"^\S+\.cl:\d+:\d+:\s*", "", why)  # PoCL's temporary file
+                raise LaunchError(f"the OpenCL compiler refused the emitted program: {why}"
+                                  ) from None
             _PROGRAMS.put(key, prg)
             self.stats.builds += 1
         return prg
@@ -173,8 +232,8 @@ class OpenCLBackend(Backend):
     def _read_async(self, handle: Any, host: NDArray[Any]) -> None:
         self.cl.enqueue_copy(self.queue, host, handle, is_blocking=False)
 
-    def _launch(self, kernel: Kernel, args: Mapping[str, DeviceArray | np.generic],
-                threads: int, block: int, status: DeviceArray | None,
+    def _launch(self, kernel: Kernel, args: Mapping[str, DeviceBuffer | np.generic],
+                threads: int, block: int, status: DeviceBuffer | None,
                 check_races: bool, shape: LaunchShape | None = None,
                 shared: int | None = None) -> None:
         em, k, plan = self.compiled(kernel)

@@ -24,6 +24,15 @@ LAUNCH_TEXT: dict[str, str] = {
     "mm2_kernel1 -> mm2_kernel2": "mm2.launches",
     "residual_forward_kernel1 -> layernorm_forward_kernel1": "residual_layernorm.launches",
     "stage1 -> stage2 -> stage3": "sarek_fusion_chain.launches",
+    "runJacobiCUDA_kernel1 -> runJacobiCUDA_kernel2 -> runJacobiCUDA_kernel1":
+        "jacobi2D.launches",
+    "residual_forward_kernel1 -> softmax_forward_kernel2": "residual_softmax2.launches",
+    "residual_forward_kernel1 -> softmax_forward_online_kernel1":
+        "residual_softmax_online.launches",
+    "residual_forward_kernel1 -> mean_kernel -> rstd_kernel -> normalization_kernel":
+        "residual_layernorm2.launches",
+    "srad_cuda_1 -> srad_cuda_2": "srad_v2.launches",
+    "convolution3D_kernel(i = 1) -> convolution3D_kernel(i = 2)": "conv3d.launches",
 }
 
 

@@ -96,6 +96,51 @@ EXPECTED: dict[tuple[str, str], tuple[str, str | None, str | None]] = {
         None,
         None,
     ),
+    ('runJacobiCUDA_kernel1', 'runJacobiCUDA_kernel2'): (
+        'refused',
+        'LEG-30',
+        "consumer runJacobiCUDA_kernel2 writes A[i * n + j], which may be an element that producer runJacobiCUDA_kernel1 reads as A[i * n + (j - 1)] in another thread's part of the launch (thread-wise fusion needs every element a consumer thread touches that the producer writes to be touched by the producer's same thread only)",
+    ),
+    ('runJacobiCUDA_kernel2', 'runJacobiCUDA_kernel1'): (
+        'refused',
+        'LEG-30',
+        "consumer runJacobiCUDA_kernel1 reads A[i * n + (j - 1)], which may be an element that producer runJacobiCUDA_kernel2 writes as A[i * n + j] in another thread's part of the launch (thread-wise fusion needs every element a consumer thread touches that the producer writes to be touched by the producer's same thread only)",
+    ),
+    ('residual_forward_kernel1', 'softmax_forward_kernel2'): (
+        'refused',
+        'LEG-50',
+        'consumer softmax_forward_kernel2 declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+    ),
+    ('residual_forward_kernel1', 'softmax_forward_online_kernel1'): (
+        'refused',
+        'EF-3',
+        'consumer softmax_forward_online_kernel1 writes out away from its index i: out[i * C + j]',
+    ),
+    ('residual_forward_kernel1', 'mean_kernel'): (
+        'refused',
+        'LEG-50',
+        'consumer mean_kernel declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+    ),
+    ('mean_kernel', 'rstd_kernel'): (
+        'refused',
+        'LEG-50',
+        'producer mean_kernel declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+    ),
+    ('rstd_kernel', 'normalization_kernel'): (
+        'refused',
+        'LEG-50',
+        'producer rstd_kernel declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+    ),
+    ('srad_cuda_1', 'srad_cuda_2'): (
+        'refused',
+        'LEG-31',
+        "producer srad_cuda_1 has a barrier: thread-wise fusion runs the producer's body, then the consumer's, in each thread, without either",
+    ),
+    ('convolution3D_kernel', 'convolution3D_kernel'): (
+        'fused',
+        None,
+        None,
+    ),
 }
 
 #: the same pairs in the original's host code, sizes symbolic (*.launches)
@@ -174,5 +219,50 @@ SYMBOLIC: dict[tuple[str, str], tuple[str, str | None, str | None]] = {
         'not one run',
         None,
         'launch of stage2: host variable n has no value',
+    ),
+    ('runJacobiCUDA_kernel1', 'runJacobiCUDA_kernel2'): (
+        'refused',
+        'LEG-30',
+        "consumer runJacobiCUDA_kernel2 writes A[i * n + j], which may be an element that producer runJacobiCUDA_kernel1 reads as A[i * n + (j - 1)] in another thread's part of the launch (thread-wise fusion needs every element a consumer thread touches that the producer writes to be touched by the producer's same thread only)",
+    ),
+    ('runJacobiCUDA_kernel2', 'runJacobiCUDA_kernel1'): (
+        'refused',
+        'LEG-30',
+        "consumer runJacobiCUDA_kernel1 reads A[i * n + (j - 1)], which may be an element that producer runJacobiCUDA_kernel2 writes as A[i * n + j] in another thread's part of the launch (thread-wise fusion needs every element a consumer thread touches that the producer writes to be touched by the producer's same thread only)",
+    ),
+    ('residual_forward_kernel1', 'softmax_forward_kernel2'): (
+        'refused',
+        'LEG-50',
+        'consumer softmax_forward_kernel2 declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+    ),
+    ('residual_forward_kernel1', 'softmax_forward_online_kernel1'): (
+        'refused',
+        'EF-3',
+        'consumer softmax_forward_online_kernel1 writes out away from its index i: out[i * C + j]',
+    ),
+    ('residual_forward_kernel1', 'mean_kernel'): (
+        'refused',
+        'LEG-50',
+        'consumer mean_kernel declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+    ),
+    ('mean_kernel', 'rstd_kernel'): (
+        'refused',
+        'LEG-50',
+        'producer mean_kernel declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+    ),
+    ('rstd_kernel', 'normalization_kernel'): (
+        'refused',
+        'LEG-50',
+        'producer rstd_kernel declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+    ),
+    ('srad_cuda_1', 'srad_cuda_2'): (
+        'refused',
+        'LEG-31',
+        "producer srad_cuda_1 has a barrier: thread-wise fusion runs the producer's body, then the consumer's, in each thread, without either",
+    ),
+    ('convolution3D_kernel', 'convolution3D_kernel'): (
+        'refused',
+        'LEG-30',
+        "consumer convolution3D_kernel writes B[i * (nk * nj) + j * nk + k] and producer convolution3D_kernel writes B[i * (nk * nj) + j * nk + k]: the subscripts are not affine in the thread coordinates, so they cannot be proved to be touched by one thread only (thread-wise fusion needs every element a consumer thread touches that the producer writes to be touched by the producer's same thread only; with the arguments as numbers they may be)",
     ),
 }

@@ -58,4 +58,36 @@ LEGALITY: dict[tuple[str, str], tuple[bool, str]] = {
         True, "one block: thread x writes a[x], stage2's thread x reads a[x]"),
     ("stage2", "stage3"): (
         True, "one block: thread x writes b[x], stage3's thread x reads b[x]"),
+    ("runJacobiCUDA_kernel1", "runJacobiCUDA_kernel2"): (
+        False, "kernel2's thread (i, j) writes A[i*n + j], which kernel1's threads (i, j-1), "
+               "(i, j+1), (i-1, j), (i+1, j) read: fused, a thread's write may land before "
+               "its neighbour's read (B[i*n + j] alone would be thread-wise)"),
+    ("runJacobiCUDA_kernel2", "runJacobiCUDA_kernel1"): (
+        False, "the next step's kernel1 thread (i, j) reads A at (i, j-1), (i, j+1), "
+               "(i+1, j), (i-1, j), written by kernel2's neighbouring threads"),
+    ("residual_forward_kernel1", "softmax_forward_kernel2"): (
+        False, "softmax's block idx reads the whole row idx*C .. idx*C+C-1, written by C "
+               "threads of other blocks of residual (and its threads exchange partial "
+               "results through shared memory and barriers)"),
+    ("residual_forward_kernel1", "softmax_forward_online_kernel1"): (
+        False, "softmax's thread i reads the whole row i*C .. i*C+C-1, written by C "
+               "other threads"),
+    ("residual_forward_kernel1", "mean_kernel"): (
+        False, "mean_kernel's block idx reads the whole row idx*C .. idx*C+C-1, written by "
+               "C threads of residual (in other blocks)"),
+    ("mean_kernel", "rstd_kernel"): (
+        False, "rstd_kernel's every thread of block idx reads mean[idx], which mean_kernel's "
+               "thread 0 of block idx wrote (after a shared-memory reduction of the row)"),
+    ("rstd_kernel", "normalization_kernel"): (
+        False, "normalization's thread idx reads mean[idx / C] and rstd[idx / C], written by "
+               "thread 0 of block idx / C of the reductions (another thread, other launch "
+               "shape)"),
+    ("srad_cuda_1", "srad_cuda_2"): (
+        False, "srad_cuda_2's thread (ty, tx) reads C_cuda at its south and east "
+               "neighbours (through the shared tiles south_c/east_c and c_cuda_temp), written "
+               "by other threads of srad_cuda_1, some in other blocks"),
+    ("convolution3D_kernel", "convolution3D_kernel"): (
+        True, "consecutive planes i = 1 then i = 2: both launches read only A and write "
+              "B, plane i of thread (j, k) each -- different elements, no element of B "
+              "read: nothing flows between them and no two threads touch one element"),
 }

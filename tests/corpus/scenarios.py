@@ -52,6 +52,9 @@ class Step:
     grid: tuple[int, ...]
     block: tuple[int, ...]
     args: Mapping[str, object]
+    #: the dynamic shared extent in elements (CUDA's third launch parameter, in bytes
+    #: there, divided by the element size; LCH-50); None when the launch gives none
+    shared: int | None = None
 
     @property
     def kernel(self) -> Kernel:
@@ -69,7 +72,8 @@ class Step:
     def shape_text(self) -> str:
         g = "x".join(map(str, self.grid))
         b = "x".join(map(str, self.block))
-        return f"<<<{g}, {b}>>>"
+        sh = "" if self.shared is None else f", {self.shared} * sizeof(float)"
+        return f"<<<{g}, {b}{sh}>>>"
 
     def bind(self, bufs: Mapping[str, NDArray[np.generic]]) -> dict[str, object]:
         return {k: (bufs[v] if isinstance(v, str) else v) for k, v in self.args.items()}
@@ -85,9 +89,11 @@ def as_launch(step: Step) -> Launch | str:
     """The step as the one launch record, or why the record cannot express it (a finding,
     never a changed launch)."""
     if step.one_d:
-        return KernelLaunch(step.kernel, step.threads, step.block[0], dict(step.args))
+        return KernelLaunch(step.kernel, step.threads, step.block[0], dict(step.args),
+                            shared=step.shared)
     if launch_record_has_shape():
-        lc = KernelLaunch(step.kernel, step.threads, math.prod(step.block), dict(step.args))
+        lc = KernelLaunch(step.kernel, step.threads, math.prod(step.block), dict(step.args),
+                          shared=step.shared)
         return attrs.evolve(lc, grid=step.grid, block_shape=step.block)
     return (f"the launch record (LCH-1) has a thread count and a block size only: "
             f"{step.name}{step.shape_text()} cannot be written")
@@ -184,6 +190,60 @@ def ref_softmax(b: Arrays, out: str, inp: str, rows: int, c: int) -> None:
     b[out][:rows * c] = softmax_rows(b[inp], rows, c, np.exp)
 
 
+ExpF = Callable[[NDArray[np.float32]], NDArray[np.float32]]
+
+
+def softmax2_rows(inp: NDArray[np.float32], rows: int, c: int, bs: int, num_exp: ExpF,
+                  sum_exp: ExpF) -> NDArray[np.float32]:
+    """softmax_forward_kernel2 block by block: per-thread strided partials, then the shared
+    tree reduction (stride bs/2 .. 1). The quotient's numerator takes ``num_exp``, the sum
+    ``sum_exp`` (the same exps in the kernel; the two differ for CG-15's bound only)."""
+    x = inp[:rows * c].reshape(rows, c)
+    part = np.full((rows, bs), -np.inf, F32)
+    for i in range(c):
+        part[:, i % bs] = np.maximum(part[:, i % bs], x[:, i])
+    offset = part.max(axis=1)  # max is exact: its order does not matter
+    d = x - offset[:, None]
+    sums = np.zeros((rows, bs), F32)
+    e_sum = sum_exp(d)
+    for i in range(c):
+        sums[:, i % bs] = sums[:, i % bs] + e_sum[:, i]
+    stride = bs // 2
+    while stride >= 1:
+        sums[:, :stride] = sums[:, :stride] + sums[:, stride:2 * stride]
+        stride //= 2
+    return (num_exp(d) / sums[:, :1]).reshape(-1)
+
+
+def ref_softmax2(b: Arrays, out: str, inp: str, rows: int, c: int, bs: int) -> None:
+    b[out][:rows * c] = softmax2_rows(b[inp], rows, c, bs, np.exp, np.exp)
+
+
+def softmax_online_rows(inp: NDArray[np.float32], rows: int, c: int, num_exp: ExpF,
+                        sum_exp: ExpF) -> NDArray[np.float32]:
+    """softmax_forward_online_kernel1: the running max and a double sum rescaled by
+    ``expf(maxval_prev - maxval)`` when the max grows (``sum_exp`` in the sum, ``num_exp``
+    in the final quotient)."""
+    x = inp[:rows * c].reshape(rows, c)
+    maxval = np.full(rows, -np.inf, F32)
+    s = np.zeros(rows, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for j in range(c):
+            prev, cur = maxval, x[:, j]
+            bigger = cur > maxval
+            new_max = np.where(bigger, cur, maxval)
+            grow = (s * sum_exp(prev - new_max).astype(np.float64)
+                    + sum_exp(cur - new_max).astype(np.float64))
+            keep = s + sum_exp(cur - maxval).astype(np.float64)
+            s = np.where(bigger, grow, keep)
+            maxval = new_max
+    return (num_exp(x - maxval[:, None]).astype(np.float64) / s[:, None]).astype(F32).reshape(-1)
+
+
+def ref_softmax_online(b: Arrays, out: str, inp: str, rows: int, c: int) -> None:
+    b[out][:rows * c] = softmax_online_rows(b[inp], rows, c, np.exp, np.exp)
+
+
 def ref_matmul_forward(b: Arrays, bt: int, c: int, oc: int, has_bias: bool) -> None:
     inp = b["inp"].reshape(bt, c)
     w = b["weight"].reshape(oc, c)
@@ -209,6 +269,29 @@ def ref_conv2d(b: Arrays, ni: int, nj: int) -> None:
                                + c13 * at(1, -1) + c23 * at(1, 0) + c33 * at(1, 1))
 
 
+CONV3 = dict(c11=F32(2), c21=F32(5), c31=F32(-8), c12=F32(-3), c22=F32(6), c32=F32(-9),
+             c13=F32(4), c23=F32(7), c33=F32(10))
+
+
+def ref_conv3d_plane(b: Arrays, ni: int, nj: int, nk: int, i: int) -> None:
+    """convolution3D_kernel's plane i (a no-op outside 0 < i < ni - 1)."""
+    if not 0 < i < ni - 1 or nj < 3 or nk < 3:
+        return
+    a = b["A"].reshape(ni, nj, nk)
+    out = b["B"].reshape(ni, nj, nk)
+    c = CONV3
+
+    def at(di: int, dj: int, dk: int) -> NDArray[np.float32]:
+        return a[i + di, 1 + dj:nj - 1 + dj, 1 + dk:nk - 1 + dk]
+
+    out[i, 1:nj - 1, 1:nk - 1] = (
+        c["c11"] * at(-1, -1, -1) + c["c13"] * at(1, -1, -1) + c["c21"] * at(-1, -1, -1)
+        + c["c23"] * at(1, -1, -1) + c["c31"] * at(-1, -1, -1) + c["c33"] * at(1, -1, -1)
+        + c["c12"] * at(0, -1, 0) + c["c22"] * at(0, 0, 0) + c["c32"] * at(0, 1, 0)
+        + c["c11"] * at(-1, -1, 1) + c["c13"] * at(1, -1, 1) + c["c21"] * at(-1, 0, 1)
+        + c["c23"] * at(1, 0, 1) + c["c31"] * at(-1, 1, 1) + c["c33"] * at(1, 1, 1))
+
+
 def ref_threshold(b: Arrays, ni: int, nj: int, level: float) -> None:
     n = ni * nj
     b["T"][:n] = np.where(b["B"][:n] > F32(level), F32(1.0), F32(0.0))
@@ -231,6 +314,18 @@ def ref_fdtd3(b: Arrays, nx: int, ny: int) -> None:
     ex, ey, hz = (b[k].reshape(nx, ny) for k in ("ex", "ey", "hz"))
     hz[:-1, :-1] = hz[:-1, :-1] - F32(0.7) * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1]
                                               - ey[:-1, :-1])
+
+
+def ref_jacobi1(b: Arrays, n: int) -> None:
+    a, bm = b["A"].reshape(n, n), b["B"].reshape(n, n)
+    bm[1:n - 1, 1:n - 1] = F32(0.2) * (a[1:n - 1, 1:n - 1] + a[1:n - 1, 0:n - 2]
+                                       + a[1:n - 1, 2:n] + a[2:n, 1:n - 1]
+                                       + a[0:n - 2, 1:n - 1])
+
+
+def ref_jacobi2(b: Arrays, n: int) -> None:
+    a, bm = b["A"].reshape(n, n), b["B"].reshape(n, n)
+    a[1:n - 1, 1:n - 1] = bm[1:n - 1, 1:n - 1]
 
 
 def srad_rc(ne: int, nr: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -271,6 +366,42 @@ def ref_srad2(b: Arrays, nr: int, ne: int, lam: float) -> None:
     ce = c[row + nr * b["jE"][col]]
     d = cn * b["dN"][:ne] + cs * b["dS"][:ne] + cw * b["dW"][:ne] + ce * b["dE"][:ne]
     b["I"][:ne] = b["I"][:ne] + F32(0.25) * F32(lam) * d
+
+
+def _clamped(a: NDArray[np.float32]) -> tuple[NDArray[np.float32], ...]:
+    """a's north, south, west and east neighbours, the border repeating itself (what
+    srad_v2's tiles and border loads amount to)."""
+    rows, cols = a.shape
+    r, c = np.arange(rows), np.arange(cols)
+    return (a[np.maximum(r - 1, 0), :], a[np.minimum(r + 1, rows - 1), :],
+            a[:, np.maximum(c - 1, 0)], a[:, np.minimum(c + 1, cols - 1)])
+
+
+def ref_srad_v2_1(b: Arrays, rows: int, cols: int, q0sqr: float) -> None:
+    jc = b["J"].reshape(rows, cols)
+    north, south, west, east = _clamped(jc)
+    n, s, w, e = north - jc, south - jc, west - jc, east - jc
+    g2 = (n * n + s * s + w * w + e * e) / (jc * jc)
+    lap = (n + s + w + e) / jc
+    num = (0.5 * g2.astype(np.float64) - (1.0 / 16.0) * (lap * lap).astype(np.float64)).astype(F32)
+    den = (1.0 + 0.25 * lap.astype(np.float64)).astype(F32)
+    qsqr = num / (den * den)
+    q0 = F32(q0sqr)
+    den2 = (qsqr - q0) / (q0 * (F32(1.0) + q0))
+    c = (1.0 / (1.0 + den2.astype(np.float64))).astype(F32)
+    c = np.where(c < F32(0.0), F32(0.0), np.where(c > F32(1.0), F32(1.0), c))
+    for k, v in (("C", c), ("E", e), ("W", w), ("S", s), ("N", n)):
+        b[k][:] = v.reshape(-1)
+
+
+def ref_srad_v2_2(b: Arrays, rows: int, cols: int, lam: float) -> None:
+    c = b["C"].reshape(rows, cols)
+    _, cs, _, ce = _clamped(c)
+    grid = {k: b[k].reshape(rows, cols) for k in ("N", "S", "W", "E")}
+    d = c * grid["N"] + cs * grid["S"] + c * grid["W"] + ce * grid["E"]
+    j = b["J"].reshape(rows, cols)
+    b["J"][:] = (j.astype(np.float64) + 0.25 * np.float64(F32(lam)) * d.astype(np.float64)
+                 ).astype(F32).reshape(-1)
 
 
 def ref_extract(b: Arrays, ne: int) -> None:
@@ -392,6 +523,39 @@ def ref_layernorm(b: Arrays, rows: int, c: int) -> None:
     b["lrstd"][:rows] = s
 
 
+def tree_row_sums(terms: NDArray[np.float32], bs: int) -> NDArray[np.float32]:
+    """Each row's sum as mean_kernel/rstd_kernel form it: thread t adds the terms t, t+bs,
+    ... in order from 0.0f, then the shared tree (stride bs/2 .. 1)."""
+    rows, c = terms.shape
+    part = np.zeros((rows, bs), F32)
+    for i in range(c):
+        part[:, i % bs] = part[:, i % bs] + terms[:, i]
+    stride = bs // 2
+    while stride >= 1:
+        part[:, :stride] = part[:, :stride] + part[:, stride:2 * stride]
+        stride //= 2
+    return part[:, 0]
+
+
+def ref_ln_mean(b: Arrays, rows: int, c: int, bs: int) -> None:
+    x = b["Y"][:rows * c].reshape(rows, c)
+    b["lmean"][:rows] = tree_row_sums(x, bs) / F32(c)
+
+
+def ref_ln_rstd(b: Arrays, rows: int, c: int, bs: int) -> None:
+    x = b["Y"][:rows * c].reshape(rows, c)
+    diff = x - b["lmean"][:rows, None]
+    b["lrstd"][:rows] = F32(1.0) / np.sqrt(tree_row_sums(diff * diff, bs) / F32(c)
+                                           + F32(1e-5))
+
+
+def ref_ln_normalize(b: Arrays, n: int, c: int) -> None:
+    idx = np.arange(n)
+    bt, col = idx // c, idx % c
+    nv = b["lrstd"][bt] * (b["Y"][:n] - b["lmean"][bt])
+    b["LN"][:n] = nv * b["lw"][col] + b["lb"][col]
+
+
 def ref_stage(b: Arrays, out: str, inp: str, op: Callable[[NDArray[np.int32]], NDArray[np.int32]]) -> None:
     b[out][:] = op(b[inp])
 
@@ -496,6 +660,48 @@ def _softmax(v: int) -> Scenario:
         (None, "P"))
 
 
+def _softmax2(v: int) -> Scenario:
+    rows, c, bs = ((6, 100, 32), (1, 1, 32), (3, 64, 64))[v]
+    n = rows * c
+
+    def bufs(seed: int) -> Arrays:
+        r = _rng(seed)
+        return {"S": _randf(r, n), "M": _randf(r, n), "Z": np.full(n, np.nan, F32),
+                "P": np.full(n, np.nan, F32)}
+
+    return Scenario(
+        "residual_forward_kernel1 -> softmax_forward_kernel2",
+        (Step("residual_forward.sk", "residual_forward_kernel1", (ceil_div(n, 256),), (256,),
+              {"out": "Z", "inp1": "S", "inp2": "M", "N": n}),
+         Step("softmax_forward.sk", "softmax_forward_kernel2", (rows,), (bs,),
+              {"out": "P", "inp": "Z", "N": rows, "C": c}, shared=bs)),
+        bufs,
+        (lambda b: ref_residual(b, "Z", "S", "M", n),
+         lambda b: ref_softmax2(b, "P", "Z", rows, c, bs)),
+        (None, "P"))
+
+
+def _softmax_online(v: int) -> Scenario:
+    rows, c = ((37, 24), (1, 1), (64, 3))[v]
+    n = rows * c
+
+    def bufs(seed: int) -> Arrays:
+        r = _rng(seed)
+        return {"S": _randf(r, n), "M": _randf(r, n), "Z": np.full(n, np.nan, F32),
+                "P": np.full(n, np.nan, F32)}
+
+    return Scenario(
+        "residual_forward_kernel1 -> softmax_forward_online_kernel1",
+        (Step("residual_forward.sk", "residual_forward_kernel1", (ceil_div(n, 256),), (256,),
+              {"out": "Z", "inp1": "S", "inp2": "M", "N": n}),
+         Step("softmax_forward.sk", "softmax_forward_online_kernel1", (ceil_div(rows, 32),),
+              (32,), {"out": "P", "inp": "Z", "N": rows, "C": c})),
+        bufs,
+        (lambda b: ref_residual(b, "Z", "S", "M", n),
+         lambda b: ref_softmax_online(b, "P", "Z", rows, c)),
+        (None, "P"))
+
+
 def _conv(v: int) -> Scenario:
     ni = nj = (20, 9, 3)[v]
 
@@ -513,6 +719,25 @@ def _conv(v: int) -> Scenario:
               {"ni": ni, "nj": nj, "B": "B", "T": "T", "level": F32(0.5)})),
         bufs,
         (lambda b: ref_conv2d(b, ni, nj), lambda b: ref_threshold(b, ni, nj, 0.5)))
+
+
+def _conv3d(v: int) -> Scenario:
+    ni, nj, nk = ((5, 10, 40), (4, 9, 33), (4, 3, 3))[v]
+
+    def bufs(seed: int) -> Arrays:
+        r = _rng(seed)
+        return {"A": _randf(r, ni * nj * nk), "B": _randf(r, ni * nj * nk)}
+
+    grid = (math.ceil(nk / 32), math.ceil(nj / 8))
+    dims = {"ni": ni, "nj": nj, "nk": nk, "A": "A", "B": "B"}
+    # the first two iterations of the original's plane loop: i = 1, then i = 2
+    return Scenario(
+        "convolution3D_kernel(i = 1) -> convolution3D_kernel(i = 2)",
+        (Step("convolution3D.sk", "convolution3D_kernel", grid, (32, 8), {**dims, "i": 1}),
+         Step("convolution3D.sk", "convolution3D_kernel", grid, (32, 8), {**dims, "i": 2})),
+        bufs,
+        (lambda b: ref_conv3d_plane(b, ni, nj, nk, 1),
+         lambda b: ref_conv3d_plane(b, ni, nj, nk, 2)))
 
 
 def _fdtd(v: int) -> Scenario:
@@ -533,6 +758,26 @@ def _fdtd(v: int) -> Scenario:
         bufs,
         (lambda b: ref_fdtd1(b, nx, ny, t), lambda b: ref_fdtd2(b, nx, ny),
          lambda b: ref_fdtd3(b, nx, ny)))
+
+
+def _jacobi(v: int) -> Scenario:
+    n = (40, 33, 3)[v]
+
+    def bufs(seed: int) -> Arrays:
+        r = _rng(seed)
+        return {"A": _randf(r, n * n), "B": _randf(r, n * n)}
+
+    grid = (math.ceil(n / 32), math.ceil(n / 8))
+    args = {"n": n, "A": "A", "B": "B"}
+    # two time steps of the original's loop: kernel1, kernel2, kernel1 (the third launch
+    # is the next step's kernel1, so both adjacent pairs of the loop are decided)
+    return Scenario(
+        "runJacobiCUDA_kernel1 -> runJacobiCUDA_kernel2 -> runJacobiCUDA_kernel1",
+        (Step("jacobi2D.sk", "runJacobiCUDA_kernel1", grid, (32, 8), args),
+         Step("jacobi2D.sk", "runJacobiCUDA_kernel2", grid, (32, 8), args),
+         Step("jacobi2D.sk", "runJacobiCUDA_kernel1", grid, (32, 8), args)),
+        bufs,
+        (lambda b: ref_jacobi1(b, n), lambda b: ref_jacobi2(b, n), lambda b: ref_jacobi1(b, n)))
 
 
 def _srad(v: int) -> Scenario:
@@ -563,6 +808,30 @@ def _srad(v: int) -> Scenario:
          Step("srad.sk", "srad2", grid, (nt,), common)),
         bufs,
         (lambda b: ref_srad(b, nr, ne, q0sqr), lambda b: ref_srad2(b, nr, ne, lam)))
+
+
+def _srad_v2(v: int) -> Scenario:
+    # multiples of 16, at least 2 x 2 blocks (see srad_v2.sk: the original needs both)
+    rows, cols = ((32, 48), (32, 32), (48, 32))[v]
+    q0sqr, lam = 0.05, 0.5
+
+    def bufs(seed: int) -> Arrays:
+        r = _rng(seed)
+        out: Arrays = {"J": r.uniform(0.5, 1.5, rows * cols).astype(F32)}
+        for k in ("C", "E", "W", "S", "N"):
+            out[k] = np.full(rows * cols, np.nan, F32)
+        return out
+
+    grid = (cols // 16, rows // 16)
+    common = {"E_C": "E", "W_C": "W", "N_C": "N", "S_C": "S", "J_cuda": "J", "C_cuda": "C",
+              "cols": cols, "rows": rows, "q0sqr": F32(q0sqr)}
+    return Scenario(
+        "srad_cuda_1 -> srad_cuda_2",
+        (Step("srad_v2.sk", "srad_cuda_1", grid, (16, 16), common),
+         Step("srad_v2.sk", "srad_cuda_2", grid, (16, 16), {**common, "lambda": F32(lam)})),
+        bufs,
+        (lambda b: ref_srad_v2_1(b, rows, cols, q0sqr),
+         lambda b: ref_srad_v2_2(b, rows, cols, lam)))
 
 
 def _extract(v: int) -> Scenario:
@@ -681,6 +950,35 @@ def _layernorm(v: int) -> Scenario:
         (lambda b: ref_residual(b, "Y", "R1", "R2", n), lambda b: ref_layernorm(b, rows, c)))
 
 
+def _layernorm2(v: int) -> Scenario:
+    # B * T * C a multiple of 256 at every size: normalization_kernel has no guard
+    bb, t, c, bs = ((2, 8, 48, 32), (1, 1, 256, 32), (4, 16, 4, 64))[v]
+    rows, n = bb * t, bb * t * c
+    assert n % 256 == 0
+
+    def bufs(seed: int) -> Arrays:
+        r = _rng(seed)
+        return {"R1": _randf(r, n), "R2": _randf(r, n), "Y": np.full(n, np.nan, F32),
+                "LN": np.full(n, np.nan, F32), "lmean": np.full(rows, np.nan, F32),
+                "lrstd": np.full(rows, np.nan, F32), "lw": _randf(r, c), "lb": _randf(r, c)}
+
+    return Scenario(
+        "residual_forward_kernel1 -> mean_kernel -> rstd_kernel -> normalization_kernel",
+        (Step("residual_forward.sk", "residual_forward_kernel1", (ceil_div(n, 256),), (256,),
+              {"out": "Y", "inp1": "R1", "inp2": "R2", "N": n}),
+         Step("layernorm_forward.sk", "mean_kernel", (rows,), (bs,),
+              {"mean": "lmean", "inp": "Y", "N": rows, "C": c, "block_size": bs}, shared=bs),
+         Step("layernorm_forward.sk", "rstd_kernel", (rows,), (bs,),
+              {"rstd": "lrstd", "inp": "Y", "mean": "lmean", "N": rows, "C": c,
+               "block_size": bs}, shared=bs),
+         Step("layernorm_forward.sk", "normalization_kernel", (ceil_div(n, 256),), (256,),
+              {"out": "LN", "inp": "Y", "mean": "lmean", "rstd": "lrstd", "weight": "lw",
+               "bias": "lb", "B": bb, "T": t, "C": c})),
+        bufs,
+        (lambda b: ref_residual(b, "Y", "R1", "R2", n), lambda b: ref_ln_mean(b, rows, c, bs),
+         lambda b: ref_ln_rstd(b, rows, c, bs), lambda b: ref_ln_normalize(b, n, c)))
+
+
 def _sarek(v: int) -> Scenario:
     n = (64, 1024, 1)[v]
 
@@ -710,4 +1008,6 @@ VARIANTS = 3
 def scenarios(v: int = 0) -> list[Scenario]:
     """The scenarios at size variant ``v`` (same names and kernels, other sizes)."""
     return [f(v) for f in (_vector_add, _matrix_mul, _llm_mlp, _softmax, _conv, _fdtd, _srad,
-                           _extract, _hotspot, _covariance, _mm2, _layernorm, _sarek)]
+                           _extract, _hotspot, _covariance, _mm2, _layernorm, _sarek, _jacobi,
+                           _softmax2, _softmax_online, _layernorm2,
+                           _srad_v2, _conv3d)]

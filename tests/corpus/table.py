@@ -18,8 +18,9 @@ if __package__ in (None, ""):  # run as a script: make ``corpus`` importable
 
 from corpus.decisions import PairDecision, all_decisions, all_symbolic  # noqa: E402
 from corpus.legality import LEGALITY  # noqa: E402
+from corpus.polybench.table import section as polybench_section  # noqa: E402
 from corpus.scenarios import scenarios  # noqa: E402
-from corpus.sources import short  # noqa: E402
+from corpus.sources import CONSTRUCTS, NOT_TRANSLATED, short  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DOC = ROOT / "docs" / "corpus.md"
@@ -88,7 +89,9 @@ def render_doc(decisions: list[PairDecision] | None = None,
         "`sarek-py explain FILE --launches L`) with the original's count expressions.",
         "The Python front end writes the same kernels (`tests/corpus/frontend_kernels.py`,",
         "same IR); `k[threads, block]` launches by thread count, `k[grid, (block,)]` (FE-24)",
-        "as CUDA's `<<<grid, block>>>`.",
+        "as CUDA's `<<<grid, block>>>`. A third launch parameter, `<<<grid, block, "
+        "n * sizeof(float)>>>`, is the original's dynamic shared memory, given to the launch "
+        "as n elements (LCH-50).",
         "*legal (by hand)* is the ground truth from reading the originals "
         "(`tests/corpus/legality.py`): an illegal pair must never fuse, a legal one should.",
         how,
@@ -116,6 +119,20 @@ def render_doc(decisions: list[PairDecision] | None = None,
                              "runs on the interpreter and OpenCL; no adjacent launch in the "
                              "original to pair it with.")
                 paired.add(s.name)
+    lines += ["", "## Published kernels the language cannot express", "",
+              "The other kernels of the corpus's source files, not translated: each needs a "
+              "construct the kernel language lacks (`tests/corpus/sources.py`; "
+              "`test_corpus_missing_constructs_are_refused` checks that the parser refuses "
+              "each construct written as directly as the language allows).", "",
+              "| kernel | source | missing construct | where in the original |",
+              "| --- | --- | --- | --- |"]
+    for name, ((repo, path, commit), needs, where) in NOT_TRANSLATED.items():
+        lines.append(f"| `{name}` | {repo} `{path}` @{commit[:7]} | "
+                     f"{'; '.join(needs)} | {_cell(where)} |")
+    lines += ["", "What each construct is:", ""]
+    for name, (what, _) in CONSTRUCTS.items():
+        lines.append(f"- *{name}*: {what}.")
+    lines += polybench_section()  # LF-50: the PolyBench stencils under loop fusion
     return "\n".join(lines) + "\n"
 
 

@@ -9,11 +9,11 @@ launch sequences (:mod:`~sarek_py.fusion.epilogue.sequence`).
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
-from sarek_py.ir.host.launch import Launch
+from sarek_py.ir.host.launch import HeldArray, Launch
 from sarek_py.ir.nodes import Ref
 
 #: how much work ``np.shares_memory`` may do before two arrays count as overlapping
@@ -36,6 +36,8 @@ def buffer_key(v: object) -> Hashable | None:
     if isinstance(v, np.ndarray):
         start = v.__array_interface__["data"][0]
         return ("array", start, v.shape, v.strides, v.dtype.str)
+    if isinstance(v, HeldArray):  # a device array: one whole buffer (LCH-64)
+        return ("device", v.buffer_id, tuple(v.shape), np.dtype(v.dtype).str)
     return None
 
 
@@ -49,9 +51,16 @@ def arg_buffer(launch: Launch, index: int, role: str) -> Hashable | None:
     return buffer_key(launch.args[index])
 
 
-def is_array(v: object) -> bool:
-    """Whether a bound argument is an array: a numpy array or a device buffer."""
-    return isinstance(v, np.ndarray) or hasattr(v, "handle") and hasattr(v, "shape")
+def is_array(v: object) -> TypeGuard[Any]:
+    """Whether a bound argument is an array: a numpy array, a device buffer or a device
+    array (``buffer_id``, LCH-64)."""
+    return isinstance(v, np.ndarray) or (
+        (hasattr(v, "handle") or hasattr(v, "buffer_id")) and hasattr(v, "shape"))
+
+
+def _device_id(v: object) -> Any:
+    """The memory identity of a device array (``buffer_id``), else ``None``."""
+    return None if isinstance(v, np.ndarray) else getattr(v, "buffer_id", None)
 
 
 def same_buffer(a: Any, b: Any) -> bool:
@@ -60,6 +69,9 @@ def same_buffer(a: Any, b: Any) -> bool:
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return bool(a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
                     and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype)
+    da, db = _device_id(a), _device_id(b)
+    if da is not None and db is not None:  # device arrays: the same memory (LCH-64)
+        return bool(da == db and tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype)
     return a is b
 
 
@@ -71,6 +83,9 @@ def overlap(a: Any, b: Any) -> bool:
             return bool(np.shares_memory(a, b, max_work=_SHARES_WORK))  # type: ignore[arg-type]
         except np.exceptions.TooHardError:
             return True
+    da, db = _device_id(a), _device_id(b)
+    if da is not None and db is not None:  # whole buffers: overlap iff the same memory
+        return bool(da == db)
     return a is b
 
 

@@ -22,22 +22,26 @@ from sarek_py.fusion.epilogue.buffers import is_array, overlap, overlaps_itself,
 from sarek_py.fusion.epilogue.legality import Acting, index_slice
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.host.launch import UNBOUND, Launch, LaunchArg
+from sarek_py.ir.memo import IdentityCache
 from sarek_py.ir.nodes import (
     Binary,
     BinaryOp,
     Cast,
+    Const,
     Empty,
     If,
     Kernel,
     Let,
     Ref,
     Stmt,
+    Store,
     Var,
     iter_stmts,
 )
 from sarek_py.ir.requires import Count, FusionRequires, FusionStep, ThreadStep
 from sarek_py.ir.requires_check import register_checker
-from sarek_py.ir.visit import map_node
+from sarek_py.ir.types import ArrayType, Scalar
+from sarek_py.ir.visit import map_node, max_var_id
 
 
 def producer_part(kernel: Kernel, step: FusionStep) -> Kernel:
@@ -49,9 +53,16 @@ def producer_part(kernel: Kernel, step: FusionStep) -> Kernel:
     ``c_`` (EF-5), so only the fusion's own variables are named exactly ``ep_t`` and
     ``ep_tc`` (``p_ep_t``, ``p_ep_tc`` for the step inside, and so on). A body that is not
     stripped (a hand-written ``requires`` clause) stays in the producer's part, whose
-    stores are then all counted: the proof can only fail more often, never pass wrongly."""
+    stores are then all counted: the proof can only fail more often, never pass wrongly.
+
+    A ``dead`` step's intermediate is no longer a parameter (its stores were dropped,
+    specs/epilogue-fusion.md EF-33): the part gets it back as a ghost array parameter,
+    stored at ``ep_t`` where each inserted body was, which is where each dropped store
+    was (``let ep_t = e in let ep_v = v in if ep_t < ep_tc …``): the stores the proof
+    counts are the dropped ones."""
     prefix = step.count[: -len("ep_tc")] if step.count.endswith("ep_tc") else None
     tmp = None if prefix is None else prefix + "ep_t"
+    ghost = _ghost(kernel, step)
 
     def bound_is_count(e: object) -> bool:
         if isinstance(e, Cast):
@@ -63,12 +74,22 @@ def producer_part(kernel: Kernel, step: FusionStep) -> Kernel:
                 and isinstance(s.cond, Binary) and s.cond.op is BinaryOp.LT
                 and isinstance(s.cond.lhs, Ref) and s.cond.lhs.var.name == tmp
                 and bound_is_count(s.cond.rhs)):
-            return Empty()
+            if ghost is None:
+                return Empty()
+            return Store(ghost, (s.cond.lhs,), Const(0, Scalar.I32))
         return None
 
     body = map_node(kernel.body, stmt=strip)
-    out: Kernel = Kernel(step.producer, kernel.params, kernel.locals, body, kernel.helpers)
+    params = kernel.params if ghost is None else (*kernel.params, ghost)
+    out: Kernel = Kernel(step.producer, params, kernel.locals, body, kernel.helpers)
     return out
+
+
+def _ghost(kernel: Kernel, step: FusionStep) -> Var | None:
+    """The ghost array standing for a ``dead`` step's dropped intermediate (EF-33)."""
+    if not step.dead:
+        return None
+    return Var(step.array, max_var_id(kernel) + 1, ArrayType(Scalar.I32))
 
 
 def _inserted(kernel: Kernel, step: FusionStep) -> tuple[Var, Stmt] | None:
@@ -99,7 +120,7 @@ def _check_buffers(kernel: Kernel, req: FusionRequires, args: Mapping[str, Any])
     arrays = [(p.name, args.get(p.name)) for p in kernel.params if p.is_array]
     first = req.steps[0]
     why = f"the fusion of {first.producer} and {first.consumer} was proved for that"
-    written = {a.array.name for a in accesses_stmt(kernel.body, kernel.helpers) if a.write}
+    written = _WRITTEN.get(kernel)
     for na, a in arrays:
         itself = overlaps_itself(a) if na in written else None
         if itself is not None:
@@ -152,21 +173,34 @@ _PROVED: dict[Hashable, tuple[Kernel, FusionRefused | None]] = {}
 
 
 def _step_key(kernel: Kernel, step: FusionStep, args: Mapping[str, Any], threads: int,
-              block: int) -> Hashable:
+              block: int, values: Hashable = None) -> Hashable:
+    """What a step's proof for this launch depends on; ``values``: :func:`_arg_values`
+    of ``args``, when the caller made them already (once for all the steps)."""
+    return (id(kernel), step, _arg_values(kernel, args) if values is None else values,
+            threads, block)
+
+
+def _arg_values(kernel: Kernel, args: Mapping[str, Any]) -> Hashable:
+    """The arguments as a step's proof reads them: array shapes, scalar values."""
     vals: list[Hashable] = []
     for p in kernel.params:
         v = args.get(p.name)
-        if v is not None and is_array(v):
+        if isinstance(v, np.ndarray):  # the common kinds first: a launch makes this key
+            vals.append(("a", v.shape))
+        elif isinstance(v, np.generic) and not is_array(v):
+            vals.append(("s", type(v).__name__, v.item()))
+        elif v is not None and is_array(v):
             vals.append(("a", tuple(int(n) for n in v.shape)))
         elif isinstance(v, (bool, int, float, np.generic)):
             vals.append(("s", type(v).__name__, v.item() if isinstance(v, np.generic) else v))
         else:
             vals.append(("?", id(v)))
-    return (id(kernel), step, tuple(vals), threads, block)
+    return tuple(vals)
 
 
 def _check_step(kernel: Kernel, part: Kernel, step: FusionStep, args: Mapping[str, Any],
-                threads: int, block: int, body: tuple[Var, Stmt] | None = None) -> None:
+                threads: int, block: int, body: tuple[Var, Stmt] | None = None,
+                values: Hashable = None) -> None:
     tc = _count_value(step.count, args)
     if tc is None:
         raise FusionRefused("LEG-14", f"launch of {kernel.name}: no integer argument for "
@@ -182,7 +216,7 @@ def _check_step(kernel: Kernel, part: Kernel, step: FusionStep, args: Mapping[st
                 f"{step.consumer} was proved for {step.producer} on {step.threads[0]} "
                 f"threads and {step.consumer} on {step.threads[1]} threads ({step.count}); "
                 f"this launch has {threads} threads and {step.count} = {tc}")
-    key = _step_key(kernel, step, args, threads, block)
+    key = _step_key(kernel, step, args, threads, block, values)
     hit = _PROVED.get(key)
     if hit is not None and hit[0] is kernel:
         res = hit[1]
@@ -217,7 +251,13 @@ def _validate(kernel: Kernel, req: FusionRequires) -> None:
     for s in req.steps:
         if isinstance(s, ThreadStep):
             continue
-        need(s.array, ("array",), "an array parameter")
+        if s.dead:  # its stores were dropped: not a parameter any more (EF-33)
+            if s.array in kinds:
+                raise FusionRefused("LEG-13", f"kernel {kernel.name}: its launch conditions "
+                                    f"name {s.array!r} as a dropped intermediate, but it is "
+                                    "a parameter of it")
+        else:
+            need(s.array, ("array",), "an array parameter")
         need(s.count, ("i32", "i64"), "an integer scalar parameter")
         for t in s.threads or ():
             if not isinstance(t, int):
@@ -225,6 +265,20 @@ def _validate(kernel: Kernel, req: FusionRequires) -> None:
     for g in req.same:
         for n in g:
             need(n, ("array",), "an array parameter")
+
+
+def _valid(kernel: Kernel) -> bool:
+    assert kernel.requires is not None
+    try:
+        _validate(kernel, kernel.requires)
+    except FusionRefused:
+        return False
+    return True
+
+
+#: whether each fused kernel's record names its parameters rightly (LEG-13): the kernel
+#: alone decides it, so it is decided once per kernel object
+_VALID: IdentityCache[Kernel, bool] = IdentityCache(_valid)
 
 
 def check_launch(kernel: Kernel, args: Mapping[str, Any], threads: int, block: int) -> None:
@@ -236,7 +290,8 @@ def check_launch(kernel: Kernel, args: Mapping[str, Any], threads: int, block: i
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
         raise FusionRefused("LEG-14", f"launch of {kernel.name}: thread count {threads!r} "
                             "is not an integer")
-    _validate(kernel, req)
+    if not _VALID.get(kernel):  # made once per kernel object; raises why
+        _validate(kernel, req)
     if req.block is not None and int(block) != req.block:  # EF-23
         raise FusionRefused(
             "LEG-14", f"launch of {kernel.name} with blocks of {block}: its consumer's "
@@ -250,13 +305,33 @@ def check_launch(kernel: Kernel, args: Mapping[str, Any], threads: int, block: i
                 "element thread_idx_x was read for a launch of one block, so its thread "
                 f"count must be at most the block size {req.block} (EF-23)")
     _check_buffers(kernel, req, args)
+    steps = _PARTS.get(kernel)
+    values = _arg_values(kernel, args) if steps else None
+    for step, part, body in steps:
+        _check_step(kernel, part, step, args, int(threads), int(block), body, values)
+
+
+def _parts(kernel: Kernel) -> tuple[tuple[FusionStep, Kernel, tuple[Var, Stmt] | None], ...]:
+    """Each epilogue step of ``kernel``'s conditions with its producer's part and the
+    consumer body it inserted, outermost first: they depend on the kernel alone, so they
+    are made once per kernel object (a launch of it only re-proves them, LEG-14)."""
+    assert kernel.requires is not None
+    out = []
     part = kernel
-    for step in req.steps:  # outermost first: strip its consumer, then look inside
+    for step in kernel.requires.steps:  # outermost first: strip its consumer, look inside
         if isinstance(step, ThreadStep):  # proved for every launch shape (LEG-30)
             continue
         body = _inserted(part, step)
         part = producer_part(part, step)
-        _check_step(kernel, part, step, args, int(threads), int(block), body)
+        out.append((step, part, body))
+    return tuple(out)
+
+
+_PARTS: IdentityCache[Kernel, tuple[tuple[FusionStep, Kernel, tuple[Var, Stmt] | None], ...]] \
+    = IdentityCache(_parts)
+#: the array parameters each fused kernel writes, once per kernel object
+_WRITTEN: IdentityCache[Kernel, frozenset[str]] = IdentityCache(
+    lambda k: frozenset(a.array.name for a in accesses_stmt(k.body, k.helpers) if a.write))
 
 
 register_checker(check_launch)
@@ -286,7 +361,9 @@ def describe(kernel: Kernel) -> list[str]:
         out.append(f"- launch it {launch} and block size, with {s.producer}'s arguments and "
                    f"{s.count} = {count}; each launch proves again that {s.producer} stores "
                    f"exactly once every element of {s.array} in [0, {s.count}) on which "
-                   f"{s.consumer}'s body (as inserted) reads, stores or calls (LEG-18)")
+                   f"{s.consumer}'s body (as inserted) reads, stores or calls (LEG-18)"
+                   + (f"; {s.array}'s stores were dropped (nobody reads it, EF-33): the "
+                      "proof counts them where they were" if s.dead else ""))
     if req.block is not None:
         out.append(f"- launch it in blocks of {req.block}: a consumer's element was read "
                    "for that block size (EF-23)")

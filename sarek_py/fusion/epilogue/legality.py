@@ -49,7 +49,13 @@ from sarek_py.analysis.affine.wrap import (
     wrap_risk,
 )
 from sarek_py.fusion.epilogue.accesses import accesses_stmt, stopping_call
-from sarek_py.fusion.epilogue.buffers import arg_buffer, buffer_key, overlap, overlaps_itself
+from sarek_py.fusion.epilogue.buffers import (
+    arg_buffer,
+    buffer_key,
+    is_array,
+    overlap,
+    overlaps_itself,
+)
 from sarek_py.fusion.epilogue.consumer import Consumer, consumer_shape, window_conflict
 from sarek_py.fusion.epilogue.domain import acting_dnf, project, spans
 from sarek_py.fusion.epilogue.grid_stride import (
@@ -262,7 +268,7 @@ class _Analysis:
                 return self._intrinsic(n)
             case Length(array=v, dim=d):
                 arr = self.launch.by_name.get(v.name)
-                if isinstance(arr, np.ndarray) and d < arr.ndim:
+                if is_array(arr) and d < len(arr.shape):
                     return Aff(0, int(arr.shape[d]))
                 return None
             case Unary(op=UnaryOp.NEG, arg=x):
@@ -730,7 +736,7 @@ def partial_alias(launches: Sequence[Launch]) -> str | None:
     elements overlap (a stride-0 or ``as_strided`` view: no buffer of distinct elements,
     LEG-1; read only, such an array is harmless: ``np.broadcast_to`` inputs fuse)."""
     arrays = [(f"{lc.kernel.name}.{k}", v) for lc in launches for k, v in lc.by_name.items()
-              if isinstance(v, np.ndarray)]
+              if is_array(v)]
     for lc in launches:
         k = lc.kernel
         for acc in accesses_stmt(k.body, k.helpers):
@@ -804,7 +810,7 @@ def _known_lengths(body: Stmt, launch: Launch) -> Stmt:
     def at(e: Expr) -> Expr | None:
         if isinstance(e, Length):
             arr = launch.by_name.get(e.array.name)
-            if isinstance(arr, np.ndarray) and e.dim < arr.ndim:
+            if is_array(arr) and e.dim < len(arr.shape):
                 return Const(int(arr.shape[e.dim]), Scalar.I32, loc=e.loc)
         return None
     out: Stmt = map_node(body, expr=at)

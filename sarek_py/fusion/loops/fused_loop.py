@@ -1,4 +1,4 @@
-"""The loops a fusion plan becomes (specs/loop-fusion.md, LF-14; specs/ping-pong.md, PP-4):
+"""The loops a fusion plan becomes (specs/loop-fusion.md, LF-14, LF-50, LF-52; specs/ping-pong.md, PP-4):
 :func:`fused_loop`, the consumer's loop reading the producer's expressions;
 :func:`copy_loop` and :func:`whole_copy_loop`, device copies of arrays.
 """
@@ -7,14 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from sarek_py.fusion.loops.boundary import in_domain
 from sarek_py.fusion.loops.plan import Plan
 from sarek_py.ir.host.program import LoopIndex, ParFor
 from sarek_py.ir.nodes import (
     Binary,
     BinaryOp,
     Cast,
+    Cond,
     Const,
     Expr,
+    If,
     Length,
     Read,
     Ref,
@@ -33,7 +36,22 @@ def fused_loop(plan: Plan, copies: Mapping[Var, Var], reads_from: Mapping[Var, V
                | None = None) -> ParFor:
     """LF-14: the consumer's loop with each intermediate read replaced by the producer's
     expression at its subscripts; stores to a renamed array go to its copy (``copies``),
-    reads of it come from ``reads_from`` (the array itself by default)."""
+    reads of it come from ``reads_from`` (the array itself by default). Reads of an array
+    of ``plan.edges`` keep the stored element outside the producer's domain (LF-50), except
+    in the interior of ``plan.interior`` (LF-52)."""
+    if not plan.edges:
+        return _fused(plan, copies, reads_from, selects=False)
+    with_selects = _fused(plan, copies, reads_from, selects=True)
+    if plan.interior is None:
+        return with_selects
+    plain = _fused(plan, copies, reads_from, selects=False)
+    body = If(_retarget_reads(plan.interior, dict(reads_from or {})), plain.body,
+              with_selects.body)
+    return ParFor(plan.consumer.indices, body, plan.consumer.locals, loc=plan.consumer.loc)
+
+
+def _fused(plan: Plan, copies: Mapping[Var, Var], reads_from: Mapping[Var, Var] | None,
+           selects: bool) -> ParFor:
     by_array = {i.array: i for i in plan.intermediates}
     pvars = plan.producer.vars
     src = dict(reads_from or {})
@@ -42,10 +60,13 @@ def fused_loop(plan: Plan, copies: Mapping[Var, Var], reads_from: Mapping[Var, V
         if isinstance(e, Read) and e.array in by_array:
             it = by_array[e.array]
             # a subscript of another integer type than the producer's index is converted:
-            # the read was in bounds, so its value fits the index's type (LF-14)
+            # the read was in bounds, so its value fits the index's type (LF-14); reads
+            # that may leave the domain have the index's type (LF-51)
             subs = [x if type_of(x) == v.type else Cast(v.scalar, x)
                     for v, x in zip(pvars, e.index, strict=True)]
             value = substitute(it.value, dict(zip(pvars, subs, strict=True)))
+            if selects and e.array in plan.edges:
+                value = Cond(in_domain(plan.producer, it, subs), value, e)
             return _retarget_reads(value, src)
         if isinstance(e, Read) and e.array in src:
             return Read(src[e.array], e.index, loc=e.loc)

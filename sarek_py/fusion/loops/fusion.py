@@ -51,6 +51,7 @@ from sarek_py.analysis.effects import (
     stmt_effects,
 )
 from sarek_py.fusion.atomics import refusal as atomic_refusal
+from sarek_py.fusion.loops.boundary import describe_edges, edge_type_refusal, interior
 from sarek_py.fusion.loops.cost import DEFAULT_THRESHOLD, CostDecision, CostItem, decide, operations
 from sarek_py.fusion.loops.effects import Effects, effects, is_self_contained, unknown_effect
 from sarek_py.fusion.loops.inline import inline_stmt
@@ -67,6 +68,7 @@ from sarek_py.ir.host.program import (
     HFor,
     HIf,
     HostStmt,
+    HWhile,
     ParFor,
     Procedure,
     Program,
@@ -121,6 +123,9 @@ class PairReport:
     refusal: FusionRefused | None = None
     #: why the renamed arrays of a fused pair were not swapped (``"PP-n: …"``), when asked
     swap: str | None = None
+    #: whether the swap pass was asked for (LF-42: the note says, per renamed array,
+    #: swapped, or copied back and why)
+    swap_asked: bool = False
 
     @property
     def fused(self) -> bool:
@@ -130,18 +135,26 @@ class PairReport:
         where = f"{self.producer.loc}: " if self.producer.loc is not None else ""
         if self.plan is not None:
             names = ", ".join(i.array.name for i in self.plan.intermediates)
-            extra = f"; renamed {', '.join(v.name for v in self.plan.renamed)}" \
-                if self.plan.renamed else ""
+            extra = "".join(f"; renamed {v.name}: {self._swap_text()}"
+                            for v in self.plan.renamed)
             chk = f"; {describe_check(self.plan.check)}" if self.plan.check is not None else ""
-            rule, _, why = (self.swap or "").partition(": ")
-            sw = f"; not swapped: [{rule}] {why}" if self.swap else ""
-            return f"{where}fused (intermediates {names}{extra}{chk}; {self.plan.cost}){sw}"
+            chk += describe_edges(self.plan)
+            return f"{where}fused (intermediates {names}{extra}{chk}; {self.plan.cost})"
         r = self.refusal
         if r is None:  # pragma: no cover - a report is fused or refused
             return f"{where}not fused"
         # the location once: the pair's, and the cause's when it is elsewhere (LF-19)
         at = f" (at {r.loc})" if r.loc is not None and r.loc != self.producer.loc else ""
         return f"{where}not fused: [{r.rule}] {r.reason}{at}"
+
+    def _swap_text(self) -> str:
+        """LF-42: what became of a renamed array: ping-ponged, or copied back and why."""
+        if self.swap:
+            rule, _, why = self.swap.partition(": ")
+            return f"copied back, not swapped: [{rule}] {why}"
+        if self.swap_asked:
+            return "swapped (PP-4: it and its copy alternate, no copy back per iteration)"
+        return "copied back (not swapped: the swap transform was not selected)"
 
 
 def _refuse(rule: str, msg: str, node: ParFor | HostStmt | None = None) -> FusionRefused:
@@ -349,9 +362,14 @@ def _consumer_body(ctx: _Ctx, c: ParFor, mine: frozenset[Var]) -> Stmt:
 
 
 def _coverage(ctx: _Ctx, p: ParFor, c: ParFor, body: Stmt,
-              inter: tuple[Intermediate, ...]) -> Expr | None:
+              inter: tuple[Intermediate, ...]
+              ) -> tuple[Expr | None, frozenset[Var], Expr | None]:
     """LF-7: every element the consumer reads is one the producer writes; gives the
-    run-time bounds check when the proof needs the arrays' allocation (LF-8)."""
+    run-time bounds check when the proof needs the arrays' allocation (LF-8), and the
+    intermediates read where neither proves it (LF-50: read as stored outside the
+    producer's domain) with the interior test of their reads (LF-52)."""
+    edges: set[Var] = set()
+    seen: list[tuple[Var, tuple[AffineForm, ...], Dnf, Dnf]] = []
     scal = _scalars(body, p.body, *(e for ix in (*p.indices, *c.indices)
                                     for e in (ix.start, ix.stop)))
     inv = frozenset(v for v in scal if v not in set(p.vars) | set(c.vars))
@@ -391,24 +409,60 @@ def _coverage(ctx: _Ctx, p: ParFor, c: ParFor, body: Stmt,
         subs = tuple(f for f in acc.index if f is not None)
         path = acc.path.and_(cbox) or acc.path
         pidx = [Ref(v) for v in p.vars]
+        seen.append((it.array, subs, path, domain))
         if affine.reads_within(subs, path, pidx, domain):
             continue
         # coverage may still follow from the allocation of the array: the reads are in
         # its bounds (valid program), and a host test checks the bounds lie in the domain
-        check, known = _runtime_check(it.array, p, domain)
-        inb = _in_bounds(it.array, subs).and_(known)
-        with_bounds = None if inb is None else path.and_(inb)
-        if with_bounds is None or not affine.reads_within(subs, with_bounds, pidx, domain):
-            raise _refuse("LF-7", f"the consumer may read an element of '{it.array.name}' "
-                          "that the producer does not write", c)
-        checks.append(check)
-    if not checks:
-        return None
+        check = _bounds_check(it.array, p, subs, path, pidx, domain)
+        if check is not None:
+            checks.append(check)
+            continue
+        # LF-50: otherwise the read keeps the stored element outside the domain
+        mistyped = edge_type_refusal(p, body, it.array)
+        if mistyped is not None:
+            raise _refuse("LF-51", mistyped, c)
+        edges.add(it.array)
     uniq: list[Expr] = []
     for e in checks:
         if e not in uniq:
             uniq.append(e)
-    return conj_all(uniq)
+    inside = interior(p, inter, frozenset(edges), body, frozenset(c.locals))
+    if inside is not None and not _interior_proved(inside, cctx, p, edges, seen):
+        inside = None  # LF-52: no split without the proof; the selects stay everywhere
+    return (conj_all(uniq) if uniq else None), frozenset(edges), inside
+
+
+def _interior_proved(inside: Expr, cctx: AffineCtx, p: ParFor, edges: set[Var],
+                     seen: Sequence[tuple[Var, tuple[AffineForm, ...], Dnf, Dnf]]) -> bool:
+    """LF-52: the affine analysis proves that where ``inside`` holds, every read of an
+    array of ``edges`` lies in the producer's domain (the plain recompute is exact)."""
+    test = to_dnf(inside, cctx, Mode.EXACT)
+    if test is None:
+        return False
+    pidx = [Ref(v) for v in p.vars]
+    for array, subs, path, domain in seen:
+        if array not in edges:
+            continue
+        where = path.and_(test)
+        if where is None or not affine.reads_within(subs, where, pidx, domain):
+            return False
+    return True
+
+
+def _bounds_check(a: Var, p: ParFor, subs: Sequence[AffineForm], path: Dnf,
+                  pidx: Sequence[Expr], domain: Dnf) -> Expr | None:
+    """LF-8: the host test of ``a``'s bounds that makes the reads covered, or ``None`` when
+    no allocation of ``a`` does (the reads then keep the stored elements, LF-50)."""
+    try:
+        check, known = _runtime_check(a, p, domain)
+    except FusionRefused:
+        return None
+    inb = _in_bounds(a, subs).and_(known)
+    with_bounds = None if inb is None else path.and_(inb)
+    if with_bounds is None or not affine.reads_within(subs, with_bounds, pidx, domain):
+        return None
+    return check
 
 
 def _box_facts(box: Dnf) -> list[Constraint | bool]:
@@ -614,7 +668,7 @@ def _leaves_early(program: Program, loop: HFor) -> str | None:
     if not e.may_stop:
         return None
     for x in iter_host(loop.body):
-        if isinstance(x, (Block, HIf, HFor)):
+        if isinstance(x, (Block, HIf, HFor, HWhile)):
             continue
         ex = stmt_effects(x, program)
         if ex.may_stop:
@@ -665,6 +719,10 @@ def _chain(ctx: _Ctx, ancestors: Sequence[HostStmt], p: ParFor, c: ParFor,
         if isinstance(holder, Block):
             k -= 1
             holder = ancestors[k] if k >= 0 else None
+    if not chain and isinstance(holder, HWhile):  # LF-40
+        raise _refuse("LF-40", "the loops are the body of a 'while' loop, whose last "
+                      "iteration is not known until its condition fails: a while loop is a "
+                      "barrier to fusion (put the pair in a 'for' loop inside it)", p)
     if not chain:
         raise _refuse("LF-10", "the loops are not the body of a do loop (without one, the "
                       "intermediate arrays would be needed after the fused loop)", p)
@@ -719,7 +777,8 @@ def _loop_problem(ctx: _Ctx, loop: HFor, inner: Sequence[HostStmt], mine: set[Va
     realloc = stmt_effects(loop.body, ctx.program).reallocates & renamed
     if realloc:
         a = sorted(realloc, key=lambda v: v.name)[0]
-        where = next((x for x in iter_host(loop.body) if not isinstance(x, (Block, HIf, HFor))
+        where = next((x for x in iter_host(loop.body)
+                      if not isinstance(x, (Block, HIf, HFor, HWhile))
                       and a in stmt_effects(x, ctx.program).reallocates), loop)
         return _refuse("LF-9", f"loop '{loop.var.name}' may change the allocation of "
                        f"renamed array '{a.name}'", where)
@@ -821,12 +880,12 @@ def analyse_pair(program: Program, ancestors: Sequence[HostStmt], p: ParFor, c: 
     if renamed:
         _check_renamed(ctx, c, body, renamed)
     chain = _chain(ctx, ancestors, p, c, inter, renamed, c_stores)
-    check = _coverage(ctx, p, c, body, inter)
+    check, edges, inside = _coverage(ctx, p, c, body, inter)
     cost = _cost(ctx, body, inter, options.threshold)
     if not cost.pays:
         raise _refuse("LF-13", f"fusion does not pay: {cost}", p)
     return Plan(p, c, inter, tuple(sorted(renamed, key=lambda v: v.name)), body, chain,
-                check, cost)
+                check, cost, edges, inside)
 
 
 # ------------------------------------------------------------------- program rewrite
@@ -887,7 +946,7 @@ def _swap_notes(program: Program, options: FusionOptions,
     when ``options.swap`` asked for it (PP-1..PP-3: a refusal is said, LF-19)."""
     if not options.swap:
         return reports
-    return [attrs.evolve(r, swap=swap_refusal(program, r.plan))
+    return [attrs.evolve(r, swap=swap_refusal(program, r.plan), swap_asked=True)
             if r.plan is not None and r.plan.renamed else r for r in reports]
 
 

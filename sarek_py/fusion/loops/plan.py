@@ -38,6 +38,12 @@ class Plan:
     chain: tuple[HFor, ...]
     check: Expr | None
     cost: CostDecision
+    #: intermediates the consumer may read outside the producer's domain: each read is
+    #: ``in_domain(s) ? <producer's expression> : x[s]`` (LF-50)
+    edges: frozenset[Var] = frozenset()
+    #: the consumer's iterations whose reads of ``edges`` all lie in the domain (LF-52):
+    #: the fused body is ``if interior then <plain> else <with selects>``
+    interior: Expr | None = None
 
 
 def conj_all(es: Sequence[Expr]) -> Expr:

@@ -26,6 +26,7 @@ from sarek_py.ir.host.program import (
     HFor,
     HIf,
     HostStmt,
+    HWhile,
     Program,
     block,
     iter_host,
@@ -133,7 +134,7 @@ class ProgramBuilder:
             case HIf(cond=c, then=t, else_=e):
                 return HIf(c, block(*self.wrapped(t)),
                            None if e is None else block(*self.wrapped(e)), loc=s.loc)
-            case HFor():
+            case HFor() | HWhile():
                 return attrs.evolve(s, body=block(*self.wrapped(s.body)))
         return s
 

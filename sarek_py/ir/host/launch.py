@@ -39,7 +39,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Hashable, Mapping
-from typing import Any, TypeGuard
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 import attrs
 import numpy as np
@@ -80,10 +80,26 @@ class Unbound(enum.Enum):
 
 UNBOUND = Unbound.UNBOUND
 
-LaunchArg = str | int | float | bool | np.ndarray | np.generic | Expr | Unbound
+@runtime_checkable
+class HeldArray(Protocol):
+    """A device array bound to an array parameter (``sarek_py.DeviceArray``, specs/launch.md
+    LCH-62): one whole buffer of ``shape`` and ``dtype``, its memory named by
+    ``buffer_id`` (LCH-64). The IR knows it by these three attributes only."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def dtype(self) -> np.dtype[Any]: ...
+
+    @property
+    def buffer_id(self) -> Hashable: ...
+
+
+LaunchArg = str | int | float | bool | np.ndarray | np.generic | Expr | Unbound | HeldArray
 """One argument of a launch: a host expression (``Ref`` of a host array, a scalar
-expression), a buffer name or a numpy array (arrays), a Python or numpy value (scalars),
-or :data:`UNBOUND`."""
+expression), a buffer name, a numpy array or a device array (arrays), a Python or numpy
+value (scalars), or :data:`UNBOUND`."""
 
 #: the most threads of a launch and the largest block (LCH-22, LCH-23)
 MAX_THREADS = 2 ** 63 - 1
@@ -104,6 +120,8 @@ def count(v: object, what: str, low: int, who: str = "Launch") -> int | Expr:
     (numpy integers included) or a host expression; a ``bool``, float or any other object
     is a ``TypeError``, a number out of ``low``..2**31-1 (block) / 2**63-1 (threads) a
     ``ValueError`` naming ``who`` (LCH-23)."""
+    if type(v) is int and low <= v <= (MAX_BLOCK if what == "block" else MAX_THREADS):
+        return v  # the common case, first: a launch record is made at every launch
     if is_symbolic(v):
         return v
     if isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer):
@@ -125,6 +143,8 @@ def _block(v: object) -> int | Expr:
 def _extents(v: object) -> tuple[int | Expr, ...]:
     """A grid or block shape of an n-D launch (LCH-28): 1 to 3 extents, each an integer in
     1..2**31-1 or a host expression; ``()`` is a launch by thread count and block size."""
+    if type(v) is tuple and not v:
+        return ()
     if isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_):
         v = (v,)
     if not isinstance(v, tuple | list):

@@ -18,6 +18,7 @@ from sarek_py.ir.host.program import (
     HFor,
     HIf,
     HostStmt,
+    HWhile,
     ParFor,
     Procedure,
     Program,
@@ -35,6 +36,8 @@ def _walk(namer: Namer, s: HostStmt, env: Env) -> None:
             _walk(namer, t, env)
             if e is not None:
                 _walk(namer, e, env)
+        case HWhile(body=body):
+            _walk(namer, body, env)
         case HFor(var=v, body=body):
             _walk(namer, body, namer.bind(env, v, (body,)))
         case ParFor(indices=ixs, body=body, locals=locs):

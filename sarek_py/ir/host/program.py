@@ -83,6 +83,9 @@ class Decl:
     attrs: frozenset[Attr] = frozenset()
     init: Expr | None = None
     loc: Loc | None = _loc()
+    #: the declared type as the source spelled it (``f64[0:, 0:]``), printed while it
+    #: still spells the variable's type (HP-44); not part of the value
+    written: str | None = _loc()
 
     @property
     def allocatable(self) -> bool:
@@ -141,6 +144,16 @@ class HFor:
     start: Expr
     stop: Expr
     step: Expr | None
+    body: HostStmt
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class HWhile:
+    """A sequential loop ``while cond do … done`` (HP-40): ``cond`` is evaluated before
+    every iteration; ``break`` leaves it, ``continue`` goes to the next test of ``cond``."""
+
+    cond: Expr
     body: HostStmt
     loc: Loc | None = _loc()
 
@@ -255,12 +268,12 @@ class PointerAssoc:
     loc: Loc | None = _loc()
 
 
-HostStmt = (HAssign | HStore | Block | HIf | HFor | Break | Continue | HReturn | HStop
+HostStmt = (HAssign | HStore | Block | HIf | HFor | HWhile | Break | Continue | HReturn | HStop
             | ParFor | CallProc | Output | Input | Allocate | Deallocate | PointerAssoc
             | Launch | Sync)
 HOST_STMT_TYPES: tuple[type, ...] = (
-    HAssign, HStore, Block, HIf, HFor, Break, Continue, HReturn, HStop, ParFor, CallProc,
-    Output, Input, Allocate, Deallocate, PointerAssoc, Launch, Sync,
+    HAssign, HStore, Block, HIf, HFor, HWhile, Break, Continue, HReturn, HStop, ParFor,
+    CallProc, Output, Input, Allocate, Deallocate, PointerAssoc, Launch, Sync,
 )
 
 
@@ -338,7 +351,7 @@ def host_children(s: HostStmt) -> tuple[HostStmt, ...]:
             return ss
         case HIf(then=t, else_=e):
             return (t,) if e is None else (t, e)
-        case HFor(body=b):
+        case HFor(body=b) | HWhile(body=b):
             return (b,)
     return ()
 
@@ -377,6 +390,8 @@ def named_vars(s: HostStmt) -> set[Var]:
             return set(expr_vars(c))
         case HFor(start=a, stop=b, step=st):
             return set(expr_vars(a, b, st))
+        case HWhile(cond=c):
+            return set(expr_vars(c))
         case ParFor(indices=ixs, body=body):
             return set(expr_vars(*(e for ix in ixs for e in (ix.start, ix.stop)))) | (
                 free_vars(body) - set(s.vars) - set(s.locals))

@@ -16,7 +16,8 @@ from sarek_py.ir.nodes import Loc
 from sarek_py.ir.sexp import from_sexp, register, to_sexp
 
 HOST_CLASSES: tuple[type, ...] = (
-    hp.Decl, hp.HAssign, hp.HStore, hp.Block, hp.HIf, hp.HFor, hp.Break, hp.Continue,
+    hp.Decl, hp.HAssign, hp.HStore, hp.Block, hp.HIf, hp.HFor, hp.HWhile,
+    hp.Break, hp.Continue,
     hp.HReturn, hp.HStop, hp.LoopIndex, hp.ParFor, hp.CallProc, hp.Output, hp.Input,
     hp.Bound, hp.Allocate, hp.Deallocate, hp.PointerAssoc, hp.Param, hp.Procedure,
     hp.Program, Launch, ScratchBuffer, Sync,

@@ -1,4 +1,5 @@
-"""The text form of host programs: parser and printer (specs/host-program.md, HP-10, HP-11).
+"""The text form of host programs: parser and printer (specs/host-program.md, HP-10, HP-11,
+HP-40, HP-42, HP-44).
 
 A host file holds kernel-language items (``fun``, ``pure fun``, ``kernel``) followed by one
 ``program``::
@@ -12,8 +13,9 @@ A host file holds kernel-language items (``fun``, ``pure fun``, ``kernel``) foll
     end
 
 Host statements: ``x := e``, ``a[i, j] <- e``, ``p => a``, ``if e then s [else s]``,
-``for i = a to b [step s] do … done``, ``break``, ``continue``, ``return``, ``stop N``,
-``parallel for (j = a to b, i = c to d) [local …|var …]* do KERNEL-SEQ done``,
+``for i = a to b [step s] do … done``, ``while e do … done``, ``break``, ``continue``, ``return``, ``stop N``,
+``parallel for (j = a to b, i = c to d) [local …|var …]* do KERNEL-SEQ done`` (where a
+kernel statement may also be ``call p(args)``, the procedure inlined, HP-42),
 ``call p(args)``, ``print [(k = v, …)] items``, ``write (k = v, …) items``,
 ``read x, y``, ``allocate a[lo:hi, n]``, ``deallocate a``, ``launch k(args) threads e
 block e [clauses]`` and ``sync`` (the launch syntax of :mod:`sarek_py.ir.host.launch_text`),
@@ -25,10 +27,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.host.launch import Launch, Sync
 from sarek_py.ir.host.launch_text import HostParser as LaunchParser
 from sarek_py.ir.host.launch_text import print_launch
 from sarek_py.ir.host.names import printable_program
+from sarek_py.ir.host.proc_inline import InlineRefused, inline_call
 from sarek_py.ir.host.program import (
     Allocate,
     Attr,
@@ -46,6 +50,7 @@ from sarek_py.ir.host.program import (
     HReturn,
     HStop,
     HStore,
+    HWhile,
     Input,
     Intent,
     LoopIndex,
@@ -62,9 +67,17 @@ from sarek_py.ir.nodes import (
     HelperFunc,
     Kernel,
     Module,
+    Stmt,
     Var,
 )
-from sarek_py.ir.printer import format_string, print_expr, print_helper, print_kernel, print_stmt
+from sarek_py.ir.printer import (
+    format_string,
+    format_type,
+    print_expr,
+    print_helper,
+    print_kernel,
+    print_stmt,
+)
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar
 
 #: words that start a host statement when not followed by ':=', '[' or '=>'
@@ -83,6 +96,34 @@ class HostParser(LaunchParser):
         super().__init__(text, Module(), filename)
         self.kernels: dict[str, Kernel] = {}
         self.procs: dict[str, Procedure] = {}
+        #: inside the body of a parallel loop (where ``call`` is inlined, HP-42)
+        self.in_parfor = 0
+
+    def _parse_stmt(self) -> Stmt:
+        if self.in_parfor and self.at_word("call") and self.peek(1).kind == NAME \
+                and self.peek(2).kind == "(":
+            return self.parse_parfor_call()
+        return super()._parse_stmt()
+
+    def parse_parfor_call(self) -> Stmt:
+        """HP-42: ``call p(args)`` in a parallel loop's body, inlined (HP-43 refusals are
+        located ``ParseError``s at the call)."""
+        tok = self.advance()
+        name = self.expect_name("after 'call'")
+        proc = self.procs.get(name.text)
+        if proc is None:
+            raise self.error(f"unknown procedure '{name.text}'", name)
+        args = self.parse_args(f"of '{name.text}'")
+        if len(args) != len(proc.params):
+            raise self.error(f"'{name.text}' takes {len(proc.params)} arguments, "
+                             f"given {len(args)}", name)
+        typed = tuple(self.coerce(a, p.var.scalar if not p.var.is_array else None)
+                      for a, p in zip(args, proc.params, strict=True))
+        try:
+            return inline_call(proc, typed, self.procs, self.loc(tok), self.expr_type)
+        except InlineRefused as exc:
+            raise self.error(f"cannot call '{name.text}' in a parallel loop: {exc.message}",
+                             tok) from None
 
     def _end_of_item(self, what: str) -> None:
         if self.peek().kind == NAME and self.peek().text == "program":
@@ -136,7 +177,9 @@ class HostParser(LaunchParser):
         tok = self.expect("var")
         name = self.expect_name("after 'var'")
         self.expect(":", f"after '{name.text}'")
+        first = self.pos
         t = self.parse_type()
+        written = _spelling(self.tokens[first:self.pos])
         attrs_: set[Attr] = set()
         while self.peek().kind == NAME and self.peek().text in _ATTRS:
             attrs_.add(_ATTRS[self.advance().text])
@@ -151,7 +194,7 @@ class HostParser(LaunchParser):
                              "allocatable or pointer", name)
         self.expect(";", f"after the declaration of '{name.text}'")
         v = self.bind(name, t, mutable=True, distinct=True)
-        return Decl(v, frozenset(attrs_), init, loc=self.loc(tok))
+        return Decl(v, frozenset(attrs_), init, loc=self.loc(tok), written=written)
 
     def parse_proc(self) -> Procedure:
         """``proc NAME '(' NAME ':' type intent, … ')' ['pure'] decl* '=' hseq 'end'``."""
@@ -214,6 +257,13 @@ class HostParser(LaunchParser):
             return HIf(cond, then, else_, loc=loc)
         if tok.kind == "for":
             return self.parse_hfor()
+        if tok.kind == "while":  # HP-40
+            self.advance()
+            cond = self.parse_expr(Scalar.BOOL)
+            self.expect("do", "after the condition of 'while'")
+            body = self.parse_hseq(())
+            self.expect("done", f"to close the 'while' at line {tok.line}")
+            return HWhile(cond, body, loc=loc)
         if tok.kind == "return":
             self.advance()
             return HReturn(loc=loc)
@@ -369,7 +419,11 @@ class HostParser(LaunchParser):
             locals_.append(self.parse_decl())
         self.expect("do", "before the body of 'parallel for'")
         self.result_type = None
-        body = self.parse_seq()
+        self.in_parfor += 1
+        try:
+            body = self.parse_seq()
+        finally:
+            self.in_parfor -= 1
         self.expect("done", f"to close the 'parallel for' at line {start.line}")
         self.pop_scope()
         return ParFor(tuple(indices), body, tuple(locals_), loc=self.loc(start))
@@ -391,13 +445,40 @@ IND = "  "
 
 
 def _type_text(t: ArrayType | Scalar) -> str:
-    return str(t)
+    """A declared type as the kernel language writes it (HP-44): ``f64[,]`` for two
+    zero-based run-time extents (no space), ``f64[-1:, 1:]``, ``f64[1:3]``, ``f64[10]``."""
+    return format_type(t)
+
+
+def _spelling(tokens: list[Token]) -> str:
+    """The text of a type's tokens: a space after a comma between dimensions only."""
+    out: list[str] = []
+    for k, tok in enumerate(tokens):
+        out.append(tok.text)
+        nxt = tokens[k + 1].kind if k + 1 < len(tokens) else "]"
+        if tok.kind == "," and nxt not in (",", "]"):
+            out.append(" ")
+        elif tok.kind == NAME and tok.text in ("shared", "local"):
+            out.append(" ")
+    return "".join(out)
+
+
+def _written_type(d: Decl) -> str:
+    """HP-44: the declared type as the source spelled it, while that still spells the
+    variable's type (a pass may have declared it anew); else its canonical text."""
+    if d.written is not None:
+        try:
+            if HostParser(d.written).parse_type() == d.var.type:
+                return d.written
+        except SarekError:  # pragma: no cover - the spelling came from the parser
+            pass
+    return _type_text(d.var.type)
 
 
 def _decl_text(d: Decl) -> str:
     attrs_ = "".join(f" {a}" for a in sorted(d.attrs, key=lambda a: a.value))
     init = f" = {print_expr(d.init)}" if d.init is not None else ""
-    return f"var {d.var.name} : {_type_text(d.var.type)}{attrs_}{init};"
+    return f"var {d.var.name} : {_written_type(d)}{attrs_}{init};"
 
 
 def _local_text(v: Var) -> str:
@@ -449,6 +530,9 @@ def _hstmt(s: HostStmt, ind: str) -> list[str]:
             step = f" step {print_expr(st)}" if st is not None else ""
             return [f"{ind}for {v.name} = {print_expr(a)} to {print_expr(b)}{step} do",
                     *_body_lines(body, ind + IND), f"{ind}done"]
+        case HWhile(cond=c, body=body):
+            return [f"{ind}while {print_expr(c)} do", *_body_lines(body, ind + IND),
+                    f"{ind}done"]
         case Break():
             return [f"{ind}break"]
         case Continue():
