@@ -64,7 +64,10 @@ def test_cg40_emitted_c_calls_the_named_functions() -> None:
     for t in ("f32", "f64"):
         for src in (emit_cuda(kernel(t)), emit_opencl(kernel(t))):
             assert src.count(f"sarek_min_{t}(") == 2  # the definition and the call
-            assert "signbit(a)" in src
+            # equal operands settled by their bits: OR for min, AND for max (CG-40)
+            to_int = {("f32", True): "__float_as_int", ("f64", True): "__double_as_longlong",
+                      ("f32", False): "as_int", ("f64", False): "as_long"}[(t, "CUDA" in src)]
+            assert f"{to_int}(a) | {to_int}(b)" in src and f"{to_int}(a) & {to_int}(b)" in src
     assert "sarek_min" not in emit_opencl(kernel("i32"))
 
 

@@ -54,4 +54,6 @@ CUDA = Dialect(
     atomic_cas="atomicCAS({ptr}, {old}, {new})",
     atomic_read="*(volatile int*){ptr}",
     support=_FLAT_FN,
+    reinterpret={Scalar.F32: ("__float_as_int", "__int_as_float"),
+                 Scalar.F64: ("__double_as_longlong", "__longlong_as_double")},
 )

@@ -63,6 +63,9 @@ class Dialect:
     #: otherwise, the lines declaring it in the kernel (``{raw}``: the target's one
     #: launch-sized byte array, ``{elem}``: the element type, ``{name}``: the array)
     dynamic_shared_decl: tuple[str, ...] = ()
+    #: per float type, the functions reading its bits as the integer of its width and
+    #: back (``as_int``/``as_float``): float min/max settle equal operands with them (CG-40)
+    reinterpret: Mapping[Scalar, tuple[str, str]] = attrs.field(factory=dict)
 
     def type_name(self, t: Scalar) -> str:
         return self.types[t]

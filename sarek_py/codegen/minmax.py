@@ -35,7 +35,15 @@ def minmax_prelude(d: Dialect, used: set[tuple[str, Scalar]]) -> list[str]:
            "and fmax\n// leave it open); a NaN operand yields the other one\n"]
     for w, t in ordered:
         ct, fn = d.types[t], d.math[(w, t)]
-        pick = "(signbit(a) ? a : b)" if w == "min" else "(signbit(a) ? b : a)"
+        if t in d.reinterpret:
+            # equal operands have equal bits but for the zeros: their AND is +0.0 when
+            # one is +0.0 (max), their OR -0.0 when one is -0.0 (min) — a select a
+            # vectorizer keeps, where signbit's branch ran 1.4x slower on PoCL
+            to_int, to_float = d.reinterpret[t]
+            op = "|" if w == "min" else "&"
+            pick = f"{to_float}({to_int}(a) {op} {to_int}(b))"
+        else:
+            pick = "(signbit(a) ? a : b)" if w == "min" else "(signbit(a) ? b : a)"
         qual = f"{d.helper_qualifier} " if d.helper_qualifier else ""
         out.append(f"{qual}{ct} {minmax_name(w, t)}({ct} a, {ct} b) {{\n"
                    f"  return a == b ? {pick} : {fn}(a, b);\n}}\n")

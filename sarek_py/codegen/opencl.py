@@ -55,6 +55,7 @@ OPENCL = Dialect(
     atomic_cas="atomic_cmpxchg({ptr}, {old}, {new})",
     atomic_read="atomic_or({ptr}, 0)",  # OpenCL 1.2 has no atomic load
     support=_FLAT_FN,
+    reinterpret={Scalar.F32: ("as_int", "as_float"), Scalar.F64: ("as_long", "as_double")},
 )
 
 #: build options: correctly rounded f32 division and sqrt (OpenCL otherwise allows 2.5 and
