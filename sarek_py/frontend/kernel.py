@@ -161,7 +161,8 @@ class KernelFunction:
     def _start(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], threads: Any,
                block: Any, backend: str | None,
                dyn: tuple[str, int] | None = None) -> Any:
-        threads, block = _config((threads, block))
+        if type(threads) is not int or type(block) is not int:  # (k[...] gave ints: FE-82)
+            threads, block = _config((threads, block))
         shared = _dynamic_elements(self.ir, dyn)
         bound = self.bind(args, kwargs)
         active = RECORDER.get()

@@ -97,7 +97,13 @@ class Pipeline:
             raise SarekError(f"a launch of '{k.name}' asks for backend {backend!r} inside a "
                              f"pipeline running on {self.backend or 'the default backend'!r}: "
                              "give the backend to pipeline(backend=...) instead")
-        self.recorded.append(KernelLaunch(k.ir, threads, block, args, shared=shared))
+        ir = k.ir
+        if type(threads) is int and type(block) is int:  # the common launch (FE-82): the
+            # arguments are bound and checked (FE-15), the shared extent too (FE-50)
+            self.recorded.append(Launch(ir, threads, block,
+                                        tuple(args[p.name] for p in ir.params), shared=shared))
+        else:
+            self.recorded.append(KernelLaunch(ir, threads, block, args, shared=shared))
 
     def _backend(self) -> Any:
         return get_backend(self.backend)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from sarek_py.ir.diagnostics import LaunchError
+from sarek_py.ir.memo import IdentityCache
 from sarek_py.ir.nodes import Kernel, Var
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar, Type
 
@@ -22,9 +23,17 @@ def is_dynamic_shared(t: Type) -> bool:
             and t.shape == (None,) and t.lower == (0,))
 
 
+def _dynamic_shared(kernel: Kernel) -> Var | None:
+    return next((v for v in kernel.locals if is_dynamic_shared(v.type)), None)
+
+
+#: per kernel object (every launch asks, FE-82)
+_DYNAMIC: IdentityCache[Kernel, Var | None] = IdentityCache(_dynamic_shared)
+
+
 def dynamic_shared(kernel: Kernel) -> Var | None:
     """The kernel's dynamic shared array, or None (IR-51: there is at most one)."""
-    return next((v for v in kernel.locals if is_dynamic_shared(v.type)), None)
+    return _DYNAMIC.get(kernel)
 
 
 def local_extent_problem(name: str, t: ArrayType) -> str | None:
