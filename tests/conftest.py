@@ -44,6 +44,17 @@ GENERATED = frozenset({
     "test_ef31_ef34_generated_pairs_without_their_intermediate_are_exact",
     "test_fe88_generated_pipelines_twice_bitwise_interp",
     "test_fe88_generated_pipelines_twice_bitwise_opencl",
+    "test_leg33_generated_3d_pairs_against_the_oracle",
+    "test_lf14_lf50_polybench_bitwise_on_the_interpreter", "test_lf16_lf53_opt_on_polybench",
+    "test_txt32_deep_host_program_through_every_command",
+    "test_cg60_deep_kernel_emits_and_runs_bitwise",
+    "test_lf50_lf52_differential_boundary_readers",
+    "test_lf50_differential_2d_now_fuses_boundary_readers",
+    "test_cg15_random_kernels_match_the_interpreter", "test_ef12_differential_opencl",
+    "test_txt26_truncated_dumps_are_located_parse_errors",
+    "test_leg8_in_place_producers_every_argument_position", "test_leg8_in_place_chains",
+    "test_leg1_leg7_ef12_view_pairs_opencl", "test_cli2_mutants_of_every_example_quick_sample",
+    "test_aff14_coverage_sound_against_brute_force",
 })
 
 

@@ -68,7 +68,7 @@ def _opencl() -> None:
         pytest.skip(f"no OpenCL: {exc}")
 
 
-@pytest.mark.parametrize("terms, depth", [(200, 400), (300, 1000)])
+@pytest.mark.parametrize("terms, depth", [(200, 400), pytest.param(300, 1000, marks=pytest.mark.slow)])
 def test_txt32_deep_host_program_through_every_command(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], terms: int, depth: int) -> None:
     """TXT-32, HP-10, HP-11: a program with a 200- (300-) term Horner polynomial and 400
@@ -98,7 +98,7 @@ def test_txt32_deep_host_program_through_every_command(
     assert "a: identical (64 bytes)" in out and "b: identical (64 bytes)" in out
 
 
-@pytest.mark.parametrize("terms, depth", [(200, 400), (300, 1000)])
+@pytest.mark.parametrize("terms, depth", [(200, 400), pytest.param(300, 1000, marks=pytest.mark.slow)])
 def test_cg60_deep_kernel_emits_and_runs_bitwise(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], terms: int, depth: int) -> None:
     """CG-60: a kernel with a deep polynomial emits for both targets with no bracket

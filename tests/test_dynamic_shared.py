@@ -334,7 +334,9 @@ def test_int50_out_of_bounds_and_uninitialised_caught() -> None:
   barrier;
   out[global_thread_id] <- s[(t + 1) % block_dim_x]""", "oob.sk").kernels[0]
     for runner in (run_kernel, be.run_kernel):
-        with pytest.raises(InterpError, match=r"oob.sk:4:3: error: kernel k, thread 6: "
+        # threads 6 and 14 (index 6 of each block) both fault; on a device the first to
+        # report wins, which its scheduling decides (a flake before: "thread 14")
+        with pytest.raises(InterpError, match=r"oob.sk:4:3: error: kernel k, thread (6|14): "
                            r"out-of-bounds store of shared array 's' at index \[6\] "
                            r"\(bounds 0..5\)"):
             runner(racy, {"out": np.zeros(16, np.int32)}, 16, 8, shared=6)

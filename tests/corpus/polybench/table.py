@@ -29,7 +29,9 @@ def section() -> list[str]:
              "published MINI sizes and at sizes with an empty interior. A pair is two "
              "adjacent parallel loops; *fused* pairs read the producer's "
              "untouched boundary as stored (LF-50) with the interior split off (LF-52). "
-             "The fused/unfused time ratio is not measured here.", "",
+             "The fused/unfused time ratios on PoCL are in docs/performance.md "
+             "(`benchmarks/polybench.py`): every fused program here is slower there, "
+             "and the cost model (issue 15 item 3) does not yet decline them.", "",
              "| program | source | pair (lines) | decision | rule | reason |",
              "| --- | --- | --- | --- | --- | --- |"]
     for path in sorted(HERE.glob("*.sk")):
