@@ -27,7 +27,7 @@ from sarek_py.frontend.kernel import (
     get_backend,
 )
 from sarek_py.frontend.plan_cache import cached_fuse
-from sarek_py.frontend.replay import LastRun, replay
+from sarek_py.frontend.replay import LastRun, replay, run_keywords
 from sarek_py.frontend.temporaries import Temporaries, Temporary
 from sarek_py.fusion.epilogue.sequence import Decision
 from sarek_py.ir.diagnostics import SarekError
@@ -127,7 +127,7 @@ class Pipeline:
             self.decisions.extend(decisions)
         # temporaries: dead stores dropped at the final run, the others allocated (FE-71)
         launches = self.temporaries.bind(recorded, launches, final=not self.is_open)
-        results = [backend.run_kernel(lc.kernel, lc.by_name, *lc.counts(), **_shape_of(lc))
+        results = [backend.run_kernel(lc.kernel, lc.by_name, *lc.counts(), **run_keywords(lc))
                    for lc in launches]
         self.launches.extend(launches)
         self.results.extend(results)
@@ -202,13 +202,3 @@ HOST_ACCESS_HOOKS.append(_host_access)
 def pipeline(backend: str | None = None, *, fuse: bool = True, force: bool = False) -> Pipeline:
     """A context that records launches and runs them fused at its end (FE-17)."""
     return Pipeline(backend, fuse=fuse, force=force)
-
-
-def _shape_of(lc: Launch) -> dict[str, Any]:
-    """The grid and block shape of an n-D launch (FE-24) and the dynamic shared extent
-    (FE-50) as ``run_kernel`` keywords."""
-    shape = lc.shape()
-    kw: dict[str, Any] = {} if shape is None else {"grid": shape[0], "block_shape": shape[1]}
-    if lc.shared is not None:
-        kw["shared"] = lc.shared
-    return kw

@@ -54,18 +54,22 @@ class Replayable(Protocol):
     def is_open(self) -> bool: ...
 
 
+def run_keywords(lc: Launch) -> dict[str, Any]:
+    """The grid and block shape of an n-D launch (FE-24) and the dynamic shared extent
+    (FE-50) as ``Backend.run_kernel`` keywords (a pipeline's run and its replay alike)."""
+    kw: dict[str, Any] = {}
+    shape = lc.shape()
+    if shape is not None:
+        kw.update(grid=shape[0], block_shape=shape[1])
+    if lc.shared is not None:
+        kw["shared"] = lc.shared
+    return kw
+
+
 def _calls(run: LastRun) -> list[tuple[Any, dict[str, Any], int, int, dict[str, Any]]]:
     if run.calls is None:
-        calls = []
-        for lc in run.launches:
-            kw: dict[str, Any] = {}
-            shape = lc.shape()
-            if shape is not None:
-                kw.update(grid=shape[0], block_shape=shape[1])
-            if lc.shared is not None:
-                kw["shared"] = lc.shared
-            calls.append((lc.kernel, lc.by_name, *lc.counts(), kw))
-        run.calls = calls
+        run.calls = [(lc.kernel, lc.by_name, *lc.counts(), run_keywords(lc))
+                     for lc in run.launches]
     return run.calls
 
 
@@ -110,4 +114,4 @@ def replay(p: Replayable, times: object = 1) -> list[Any]:
     return results
 
 
-__all__ = ["LastRun", "ReplayError", "replay"]
+__all__ = ["LastRun", "ReplayError", "replay", "run_keywords"]

@@ -59,12 +59,22 @@ def element_bytes(elem: Scalar) -> int:
     return 1 if elem is Scalar.BOOL else elem.dtype.itemsize
 
 
+def shared_arrays(kernel: Kernel, dynamic: int | None = None) -> list[tuple[str, int]]:
+    """The kernel's shared arrays and their sizes in bytes (``bool`` elements are bytes);
+    the dynamic shared array (IR-50) counts ``dynamic`` elements (0 when not given)."""
+    out = []
+    for v in kernel.locals:
+        t = v.type
+        if isinstance(t, ArrayType) and t.space is MemSpace.SHARED:
+            n = (dynamic or 0) if is_dynamic_shared(t) else t.size
+            out.append((v.name, n * element_bytes(t.elem)))
+    return out
+
+
 def static_shared_bytes(kernel: Kernel) -> int:
     """The bytes of the kernel's shared arrays of constant extent (its dynamic one, whose
-    extent each launch gives, not counted)."""
-    return sum(v.type.size * element_bytes(v.type.elem) for v in kernel.locals
-               if isinstance(v.type, ArrayType) and v.type.space is MemSpace.SHARED
-               and not is_dynamic_shared(v.type))
+    extent each launch gives, not counted): what a fused kernel adds up (LEG-34)."""
+    return sum(n for _, n in shared_arrays(kernel))
 
 
 def dynamic_extent(kernel: Kernel, shared: object) -> int | None:

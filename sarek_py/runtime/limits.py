@@ -15,9 +15,8 @@ import attrs
 import numpy as np
 
 from sarek_py.ir.diagnostics import LaunchError
-from sarek_py.ir.dynamic_shared import dynamic_shared, element_bytes, is_dynamic_shared
+from sarek_py.ir.dynamic_shared import dynamic_shared, shared_arrays
 from sarek_py.ir.nodes import Kernel
-from sarek_py.ir.types import ArrayType, MemSpace
 
 #: the most threads one launch may have: ``global_thread_id`` is an ``i32`` (the
 #: interpreter's limit too, INT-1)
@@ -39,18 +38,6 @@ class DeviceLimits:
     #: the largest block and grid extent along x, y, z (``None``: none known; LCH-27)
     max_block_dims: tuple[int, int, int] | None = None
     max_grid_dims: tuple[int, int, int] | None = None
-
-
-def shared_arrays(kernel: Kernel, dynamic: int | None = None) -> list[tuple[str, int]]:
-    """The kernel's shared arrays and their sizes in bytes (``bool`` elements are bytes);
-    the dynamic shared array (IR-50) counts ``dynamic`` elements (0 when not given)."""
-    out = []
-    for v in kernel.locals:
-        t = v.type
-        if isinstance(t, ArrayType) and t.space is MemSpace.SHARED:
-            n = (dynamic or 0) if is_dynamic_shared(t) else t.size
-            out.append((v.name, n * element_bytes(t.elem)))
-    return out
 
 
 def _integer(kernel: Kernel, what: str, v: Any) -> int:
