@@ -322,11 +322,16 @@ def gen_case(seed: int) -> tuple[list[Launch], bool, int]:
     return [launch(p, args, grid, block), launch(c, args, grid, block)], legal, size
 
 
-def gen_mismatches(count: int, cl: Backend | None) -> tuple[list[str], int, int]:
+def gen_mismatches(count: int, cl: Backend | None,
+                   case: Callable[[int], tuple[list[Launch], bool, int]] | None = None
+                   ) -> tuple[list[str], int, int]:
+    """Fuse ``count`` generated pairs (``case``: this file's 2-D ones by default); the
+    fusions of pairs the oracle finds illegal and the fusions not bitwise the unfused
+    launches, the number fused and the number legal."""
     bad: list[str] = []
     fused = legal_n = 0
     for seed in range(count):
-        ls, legal, size = gen_case(seed)
+        ls, legal, size = (case or gen_case)(seed)
         legal_n += legal
         new, rep = fuse_launches(ls)
         if not rep[0].fused:

@@ -16,7 +16,7 @@ import random
 from collections.abc import Callable
 
 import pytest
-from test_threadwise import bufs, launch, opencl, run, same_after
+from test_threadwise import bufs, gen_mismatches, launch, opencl, run, same_after
 
 from sarek_py.fusion.epilogue.sequence import fuse_launches
 from sarek_py.ir.diagnostics import SarekError
@@ -24,7 +24,6 @@ from sarek_py.ir.host.launch import Launch
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.printer import print_kernel
 from sarek_py.ir.typecheck import check_module
-from sarek_py.runtime.base import Backend
 
 FUZZ = bool(os.environ.get("SAREK_FUZZ"))
 OFF = 80
@@ -193,38 +192,11 @@ def gen_case(seed: int) -> tuple[list[Launch], bool, int]:
     return [launch(p, args, grid, block), launch(c, args, grid, block)], legal, size
 
 
-def gen_mismatches(count: int, cl: Backend | None) -> tuple[list[str], int, int]:
-    bad: list[str] = []
-    fused = legal_n = 0
-    for seed in range(count):
-        ls, legal, size = gen_case(seed)
-        legal_n += legal
-        new, rep = fuse_launches(ls)
-        if not rep[0].fused:
-            continue
-        fused += 1
-        if not legal:
-            bad.append(f"seed {seed}: fused an illegal pair: {print_kernel(new[0].kernel)}")
-            continue
-        for be in [None] if cl is None or seed % 3 else [None, cl]:
-            x, y = bufs("ABT", size, seed), bufs("ABT", size, seed)
-            try:
-                run(ls, x, be)
-            except SarekError as err:  # the unfused pair itself races
-                assert "data race" in str(err), err
-                break
-            run(new, y, be)
-            for n in x:
-                if x[n].tobytes() != y[n].tobytes():
-                    bad.append(f"seed {seed}: {n} differs on {be.name if be else 'interp'}")
-    return bad, fused, legal_n
-
-
 def test_leg33_generated_3d_pairs_against_the_oracle() -> None:
     """LEG-33, LEG-30: generated 3-D pairs never fuse where the oracle finds a thread
     meeting another; every fusion is bitwise the unfused launches (interp; OpenCL every
     third); most legal pairs fuse."""
-    bad, fused, legal = gen_mismatches(300 if FUZZ else 60, opencl())
+    bad, fused, legal = gen_mismatches(300 if FUZZ else 60, opencl(), gen_case)
     assert not bad, bad[:3]
     assert legal > 0 and fused >= legal // 2, (fused, legal)
 
@@ -233,6 +205,6 @@ def test_leg33_generated_3d_pairs_against_the_oracle() -> None:
 @pytest.mark.skipif(not FUZZ, reason="full size in make fuzz (SAREK_FUZZ=1)")
 def test_leg33_generated_3d_pairs_fuzz() -> None:
     """LEG-33 at fuzz size: 1,500 generated 3-D pairs."""
-    bad, fused, legal = gen_mismatches(1500, opencl())
+    bad, fused, legal = gen_mismatches(1500, opencl(), gen_case)
     assert not bad, bad[:3]
     print(f"fused {fused} of {legal} legal pairs")
