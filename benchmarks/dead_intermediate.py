@@ -33,26 +33,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from chain_kernels import relu, scale  # noqa: E402
+
 import sarek_py  # noqa: E402
-from sarek_py.frontend import Vec, f32, global_thread_id, i32, kernel  # noqa: E402
 from sarek_py.ir.diagnostics import BackendUnavailable  # noqa: E402
 
 REPEAT = int(os.environ.get("SAREK_BENCH_REPEAT", "9"))
 BACKEND = os.environ.get("SAREK_BENCH_BACKEND", "opencl")
-
-
-@kernel
-def scale(x: Vec[f32], t: Vec[f32], a: f32, n: i32):  # type: ignore[no-untyped-def]
-    i = global_thread_id()
-    if i < n:
-        t[i] = a * x[i]
-
-
-@kernel
-def relu(t: Vec[f32], y: Vec[f32], n: i32):  # type: ignore[no-untyped-def]
-    i = global_thread_id()
-    if i < n:
-        y[i] = max(t[i], 0.0)
 
 
 def interleaved(fns: dict[str, Callable[[], object]],

@@ -42,10 +42,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from advection_diffusion import variants  # noqa: E402
+from chain_kernels import relu, scale, shift  # noqa: E402
 
 import sarek_py  # noqa: E402
-from sarek_py import Vec, f32, i32, kernel, pipeline  # noqa: E402
-from sarek_py.frontend import global_thread_id  # noqa: E402
+from sarek_py import pipeline  # noqa: E402
 from sarek_py.host.interp import run_program  # noqa: E402
 from sarek_py.runtime import get_backend  # noqa: E402
 
@@ -57,27 +57,6 @@ SECTION = "## Peers, side by side"
 TEMPS = "sarek_py fused, device arrays, temporaries"
 
 Array = np.ndarray[Any, Any]
-
-
-@kernel
-def scale(x: Vec[f32], t: Vec[f32], a: f32, n: i32):
-    i = global_thread_id()
-    if i < n:
-        t[i] = a * x[i]
-
-
-@kernel
-def shift(t: Vec[f32], u: Vec[f32], b: f32, n: i32):
-    i = global_thread_id()
-    if i < n:
-        u[i] = t[i] + b
-
-
-@kernel
-def relu(u: Vec[f32], y: Vec[f32], n: i32):
-    i = global_thread_id()
-    if i < n:
-        y[i] = max(u[i], 0.0)
 
 
 @dataclass

@@ -27,30 +27,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from chain_kernels import relu, scale, shift  # noqa: E402
 
-from sarek_py.frontend import Vec, f32, global_thread_id, i32, kernel, pipeline, plan_cache
+from sarek_py.frontend import pipeline, plan_cache
 from sarek_py.runtime import get_backend
-
-
-@kernel
-def scale(x: Vec[f32], y: Vec[f32], a: f32, n: i32):
-    i = global_thread_id()
-    if i < n:
-        y[i] = a * x[i]
-
-
-@kernel
-def shift(x: Vec[f32], y: Vec[f32], b: f32, n: i32):
-    i = global_thread_id()
-    if i < n:
-        y[i] = x[i] + b
-
-
-@kernel
-def relu(x: Vec[f32], y: Vec[f32], n: i32):
-    i = global_thread_id()
-    if i < n:
-        y[i] = max(x[i], 0.0)
 
 
 def per_call(f: Callable[[], Any], repeat: int, rounds: int) -> float:
