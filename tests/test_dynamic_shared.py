@@ -510,8 +510,35 @@ def test_leg50_epilogue_fusion_refuses_dynamic_shared() -> None:
            KernelLaunch(DOUBLE, 8, 8, {"out": args["out"], "y": y})]
     new, decisions = fuse_launches(lcs)
     assert [d.fused for d in decisions] == [False]
-    assert decisions[0].rule == "LEG-50" and "dynamic shared array s" in str(decisions[0])
+    # the pair would be refused with s of a constant extent too (chunk_sum stores one
+    # element a block): that cause is the real one, LEG-50 said beside it
+    assert decisions[0].rule == "LEG-2" and "chunk_sum's s would be refused too: LEG-50" \
+        in str(decisions[0])
     assert len(new) == 2 and new[0].shared == 32
+
+
+PER_THREAD = parse_module("""kernel stage(x : i32[], t : i32[], n : i32)
+  shared s : i32[] =
+  let i = global_thread_id in
+  if i < n then
+    s[thread_idx_x] <- x[i] + 1;
+    t[i] <- s[thread_idx_x] * 2
+kernel twice(t : i32[], y : i32[], n : i32) =
+  let i = global_thread_id in
+  if i < n then y[i] <- t[i] * 2
+""", "per_thread.sk").kernels
+
+
+def test_leg50_stands_where_a_constant_extent_would_fuse() -> None:
+    """LEG-50: a producer whose dynamic shared array is per-thread scratch would fuse with
+    a constant extent, so the refusal is LEG-50 itself, with its advice (give s a constant
+    extent)."""
+    stage, twice = PER_THREAD
+    x, t, y = (np.arange(64, dtype=np.int32) for _ in range(3))
+    lcs = [KernelLaunch(stage, 64, 32, {"x": x, "t": t, "n": 64}, shared=32),
+           KernelLaunch(twice, 64, 32, {"t": t, "y": y, "n": 64})]
+    _, decisions = fuse_launches(lcs)
+    assert decisions[0].rule == "LEG-50" and "constant extent" in decisions[0].reason
 
 
 def test_leg50_pipeline_runs_refused_pair_unfused_bitwise() -> None:

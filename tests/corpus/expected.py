@@ -108,8 +108,8 @@ EXPECTED: dict[tuple[str, str], tuple[str, str | None, str | None]] = {
     ),
     ('residual_forward_kernel1', 'softmax_forward_kernel2'): (
         'refused',
-        'LEG-50',
-        'consumer softmax_forward_kernel2 declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+        'EF-1',
+        "consumer softmax_forward_kernel2 is not of the form `let i = global_thread_id in body` (and the dynamic shared memory softmax_forward_kernel2's smem would be refused too: LEG-50)",
     ),
     ('residual_forward_kernel1', 'softmax_forward_online_kernel1'): (
         'refused',
@@ -118,18 +118,18 @@ EXPECTED: dict[tuple[str, str], tuple[str, str | None, str | None]] = {
     ),
     ('residual_forward_kernel1', 'mean_kernel'): (
         'refused',
-        'LEG-50',
-        'consumer mean_kernel declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+        'EF-1',
+        "consumer mean_kernel is not of the form `let i = global_thread_id in body` (and the dynamic shared memory mean_kernel's smem would be refused too: LEG-50)",
     ),
     ('mean_kernel', 'rstd_kernel'): (
         'refused',
-        'LEG-50',
-        'producer mean_kernel declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+        'EF-1',
+        "consumer rstd_kernel is not of the form `let i = global_thread_id in body`; nor thread-wise (LEG-30): consumer rstd_kernel reads mean[block_idx_x], which may be an element that producer mean_kernel writes as mean[block_idx_x] in another thread's part of the launch (thread-wise fusion needs every element a consumer thread touches that the producer writes to be touched by the producer's same thread only) (and the dynamic shared memory mean_kernel's smem, rstd_kernel's smem would be refused too: LEG-50)",
     ),
     ('rstd_kernel', 'normalization_kernel'): (
         'refused',
-        'LEG-50',
-        'producer rstd_kernel declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+        'LEG-7',
+        "consumer normalization_kernel reads the intermediate rstd away from its index idx: rstd[bt] (and the dynamic shared memory rstd_kernel's smem would be refused too: LEG-50)",
     ),
     ('srad_cuda_1', 'srad_cuda_2'): (
         'refused',
@@ -232,8 +232,8 @@ SYMBOLIC: dict[tuple[str, str], tuple[str, str | None, str | None]] = {
     ),
     ('residual_forward_kernel1', 'softmax_forward_kernel2'): (
         'refused',
-        'LEG-50',
-        'consumer softmax_forward_kernel2 declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+        'EF-1',
+        "consumer softmax_forward_kernel2 is not of the form `let i = global_thread_id in body` (and the dynamic shared memory softmax_forward_kernel2's smem would be refused too: LEG-50)",
     ),
     ('residual_forward_kernel1', 'softmax_forward_online_kernel1'): (
         'refused',
@@ -242,18 +242,18 @@ SYMBOLIC: dict[tuple[str, str], tuple[str, str | None, str | None]] = {
     ),
     ('residual_forward_kernel1', 'mean_kernel'): (
         'refused',
-        'LEG-50',
-        'consumer mean_kernel declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+        'EF-1',
+        "consumer mean_kernel is not of the form `let i = global_thread_id in body` (and the dynamic shared memory mean_kernel's smem would be refused too: LEG-50)",
     ),
     ('mean_kernel', 'rstd_kernel'): (
         'refused',
-        'LEG-50',
-        'producer mean_kernel declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+        'EF-1',
+        "consumer rstd_kernel is not of the form `let i = global_thread_id in body`; nor thread-wise (LEG-30): consumer rstd_kernel reads mean[block_idx_x], which may be an element that producer mean_kernel writes as mean[block_idx_x] in another thread's part of the launch (thread-wise fusion needs every element a consumer thread touches that the producer writes to be touched by the producer's same thread only) (and the dynamic shared memory mean_kernel's smem, rstd_kernel's smem would be refused too: LEG-50)",
     ),
     ('rstd_kernel', 'normalization_kernel'): (
         'refused',
-        'LEG-50',
-        'producer rstd_kernel declares the dynamic shared array smem (shared f32[]), sized by each launch: a fused kernel cannot carry that launch size, so kernels with dynamic shared memory are not fused (launch them apart, or give smem a constant extent)',
+        'LEG-7',
+        "consumer normalization_kernel reads the intermediate rstd away from its index idx: rstd[bt] (and the dynamic shared memory rstd_kernel's smem would be refused too: LEG-50)",
     ),
     ('srad_cuda_1', 'srad_cuda_2'): (
         'refused',

@@ -32,15 +32,16 @@ from sarek_py.fusion.refusal import FusionRefused, Options
 from sarek_py.fusion.shared_memory import refuse_dynamic_shared
 from sarek_py.ir.deep import SHALLOW, call_deep, deep, in_deep_thread, tree_depth
 from sarek_py.ir.diagnostics import SarekError
-from sarek_py.ir.dynamic_shared import static_shared_bytes
+from sarek_py.ir.dynamic_shared import dynamic_shared, static_shared_bytes
 from sarek_py.ir.host.evaluate import host_eval
 from sarek_py.ir.host.launch import Launch, LaunchArg, Sync, is_symbolic
 from sarek_py.ir.host.program import Block, HAssign, Program
 from sarek_py.ir.launch_axes import first_axis_use
-from sarek_py.ir.nodes import Kernel, Loc, Ref
+from sarek_py.ir.nodes import Const, Expr, Kernel, Length, Loc, Ref, Var
 from sarek_py.ir.requires import FusionStep
 from sarek_py.ir.thread_index import launch_facts_used, on_launch
-from sarek_py.ir.visit import var_names
+from sarek_py.ir.types import ArrayType, Scalar
+from sarek_py.ir.visit import map_node, var_names
 
 
 @attrs.frozen
@@ -101,7 +102,10 @@ def fuse_pair(p: Launch, c: Launch, name: str | None = None) -> Launch:
 def _fuse_pair_noted(p: Launch, c: Launch, name: str | None = None
                      ) -> tuple[Launch, str | None]:
     """:func:`fuse_pair` and what its proof assumed that every launch checks (LEG-19)."""
-    refuse_dynamic_shared(p.kernel, c.kernel)  # LEG-50, before any other analysis
+    try:
+        refuse_dynamic_shared(p.kernel, c.kernel)  # LEG-50, before any other analysis
+    except FusionRefused as dyn:
+        raise _deeper_than_dynamic_shared(p, c, name, dyn) from None
     refuse_atomic_kernels(p.kernel, c.kernel)  # LEG-20, before any other analysis
     for lc in (p, c):  # a launch that could not run is not fused either (LCH-26, LEG-32)
         _refuse_missing_axes(lc)
@@ -121,6 +125,51 @@ def _fuse_pair_noted(p: Launch, c: Launch, name: str | None = None
         except FusionRefused as tw:
             raise FusionRefused(refused.rule, f"{refused.reason}; nor thread-wise (LEG-30): "
                                 f"{tw.reason}", refused.loc, options=refused.options) from None
+
+
+def _static_shared(lc: Launch) -> Launch | None:
+    """``lc`` with its kernel's dynamic shared array given the launch's extent as a
+    constant one (``length(s)`` that number), or ``None`` when its extent is not a number
+    here; ``lc`` itself when it has none."""
+    k = lc.kernel
+    dyn = dynamic_shared(k)
+    if dyn is None:
+        return lc
+    if not isinstance(lc.shared, int) or isinstance(lc.shared, bool):
+        return None
+    n = lc.shared
+    assert isinstance(dyn.type, ArrayType)
+    fixed = Var(dyn.name, dyn.id, attrs.evolve(dyn.type, shape=(n,)), dyn.mutable)
+
+    def expr(e: Expr) -> Expr | None:
+        if isinstance(e, Length) and e.array.id == dyn.id:
+            return Const(n, Scalar.I32, loc=e.loc)
+        return None
+
+    body = map_node(k.body, expr=expr, var=lambda v: fixed if v.id == dyn.id else v)
+    locals_ = tuple(fixed if v == dyn else v for v in k.locals)
+    return attrs.evolve(lc, kernel=attrs.evolve(k, body=body, locals=locals_), shared=None)
+
+
+def _deeper_than_dynamic_shared(p: Launch, c: Launch, name: str | None,
+                                dyn: FusionRefused) -> FusionRefused:
+    """LEG-50 names the blanket cause; when the pair, with each dynamic shared array
+    given its launch's extent as a constant one, is refused for a cause of its own (a
+    consumer reading another thread's element, a barrier …), that cause is the real one
+    and is reported instead: giving the array a constant extent would not make the pair
+    fuse. Otherwise LEG-50 stands (and its advice holds)."""
+    ps, cs = _static_shared(p), _static_shared(c)
+    if ps is None or cs is None:
+        return dyn
+    try:
+        _fuse_pair_noted(ps, cs, name)
+    except FusionRefused as deeper:
+        arrays = ", ".join(f"{lc.kernel.name}'s {v.name}" for lc in (p, c)
+                           if (v := dynamic_shared(lc.kernel)) is not None)
+        return FusionRefused(deeper.rule, f"{deeper.reason} (and the dynamic shared memory "
+                             f"{arrays} would be refused too: LEG-50)", deeper.loc,
+                             options=deeper.options)
+    return dyn
 
 
 def _refuse_shared_overflow(fused: Launch, p: Launch, c: Launch,
