@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_dead_stores import relu, scale, shift
 
 import sarek_py
 from sarek_py.frontend import Vec, f32, global_thread_id, i32, kernel
@@ -16,27 +17,6 @@ from sarek_py.frontend.temporaries import DeadTemporaryError, Temporary, Tempora
 
 BACKENDS = ["interp", "opencl"]
 N = 200
-
-
-@kernel
-def scale(x: Vec[f32], t: Vec[f32], a: f32, n: i32):  # type: ignore[no-untyped-def]
-    i = global_thread_id()
-    if i < n:
-        t[i] = a * x[i]
-
-
-@kernel
-def shift(t: Vec[f32], u: Vec[f32], b: f32, n: i32):  # type: ignore[no-untyped-def]
-    i = global_thread_id()
-    if i < n:
-        u[i] = t[i] + b
-
-
-@kernel
-def relu(t: Vec[f32], out: Vec[f32], n: i32):  # type: ignore[no-untyped-def]
-    i = global_thread_id()
-    if i < n:
-        out[i] = max(t[i], 0.0)
 
 
 @kernel

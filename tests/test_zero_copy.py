@@ -10,43 +10,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_device_arrays import axpy, relu, rows, scale
 
-from sarek_py import Vec, Vec2, f32, i32, kernel, to_device
-from sarek_py.frontend import global_thread_id, pipeline
+from sarek_py import to_device
+from sarek_py.frontend import pipeline
 from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.runtime import Backend, get_backend
-
-
-@kernel
-def axpy(x: Vec[f32], y: Vec[f32], a: f32, n: i32):
-    i = global_thread_id()
-    if i < n:
-        y[i] = a * x[i] + y[i]
-
-
-@kernel
-def scale(x: Vec[f32], t: Vec[f32], a: f32, n: i32):
-    i = global_thread_id()
-    if i < n:
-        t[i] = a * x[i]
-
-
-@kernel
-def relu(t: Vec[f32], out: Vec[f32], n: i32):
-    i = global_thread_id()
-    if i < n:
-        out[i] = max(t[i], 0.0)
-
-
-@kernel
-def rows(m: Vec2[f32], r: Vec[f32], n: i32, c: i32):
-    i = global_thread_id()
-    if i < n:
-        s = 0.0
-        for j in range(c):
-            s = s + m[i, j]
-            m[i, j] = s
-        r[i] = s
 
 
 def _ocl() -> Backend:
