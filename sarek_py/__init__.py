@@ -2,7 +2,14 @@
 
 The names most users need are here: the Python front end (``kernel``, ``helper``,
 ``pipeline``, the type markers), ``fuse`` (epilogue fusion of two kernels, IR or front
-end), the text form (``parse_module``, ``print_module``) and the IR's main classes.
+end), the text form (``parse_module``, ``print_module``), the IR's main classes, and the
+errors a user may catch: every one is a ``SarekError``; ``FusionRefused`` (a fusion
+refused, with its rule), ``FrontendError`` (a kernel outside the Python subset),
+``LaunchError`` (a launch the runtime refuses; ``DeviceArrayError``, ``InteropError`` for
+device arrays and other libraries' arrays), ``InterpError`` (a run-time fault: out of
+bounds, a race — a fused kernel's named in the user's kernels and parameters, FE-90),
+``ReplayError`` (``p.replay()`` refused, FE-86 … FE-89) and ``TemporaryError`` /
+``DeadTemporaryError`` (a pipeline temporary misused, FE-70 … FE-76).
 """
 
 from sarek_py.cli.registry import VERSION
@@ -23,31 +30,41 @@ from sarek_py.frontend import (
     kernel,
     pipeline,
 )
+from sarek_py.frontend.replay import ReplayError
+from sarek_py.frontend.temporaries import DeadTemporaryError, TemporaryError
 from sarek_py.fusion.epilogue.sequence import fuse_launches
 from sarek_py.fusion.refusal import FusionRefused
-from sarek_py.ir.diagnostics import SarekError
+from sarek_py.ir.diagnostics import InterpError, LaunchError, SarekError
 from sarek_py.ir.host.launch import KernelLaunch, Launch
 from sarek_py.ir.nodes import HelperFunc, Kernel, Module, Var
 from sarek_py.ir.parser import parse_file, parse_module
 from sarek_py.ir.printer import print_kernel, print_module
 from sarek_py.ir.types import ArrayType, MemSpace, Scalar
 from sarek_py.runtime import get_backend
-from sarek_py.runtime.arrays import DeviceArray, empty, empty_like, to_device
+from sarek_py.runtime.arrays import DeviceArray, DeviceArrayError, empty, empty_like, to_device
+from sarek_py.runtime.interop import InteropError
 
 __all__ = [
     "ArrayType",
+    "DeadTemporaryError",
     "DeviceArray",
+    "DeviceArrayError",
     "FrontendError",
     "FusionRefused",
+    "InteropError",
+    "InterpError",
     "KernelLaunch",
     "HelperFunc",
     "Kernel",
     "Launch",
+    "LaunchError",
     "MemSpace",
     "Module",
     "Pipeline",
+    "ReplayError",
     "SarekError",
     "Scalar",
+    "TemporaryError",
     "Var",
     "Vec",
     "Vec2",

@@ -55,13 +55,52 @@ GENERATED = frozenset({
     "test_leg8_in_place_producers_every_argument_position", "test_leg8_in_place_chains",
     "test_leg1_leg7_ef12_view_pairs_opencl", "test_cli2_mutants_of_every_example_quick_sample",
     "test_aff14_coverage_sound_against_brute_force",
+    "test_lf74_hp50_generated_chains_bitwise", "test_lf74_generated_chains_on_opencl",
+    "test_lf70_lf14_chains_bitwise_on_the_interpreter",
+    "test_lf70_lf52_polybench_style_2d_chain_of_three",
+    "test_lf70_chains_bitwise_on_opencl", "test_lf70_lf52_2d_chain_on_opencl",
+    # the c backend's differential generators (tests/test_native_differential.py)
+    "test_nat50_nat51_generated_kernels_bitwise_on_c",
+    "test_nat50_special_float_values_bitwise_on_c", "test_nat50_unchecked_kernels_bitwise_on_c",
+    "test_nat57_the_default_backend_runs_every_generated_kernel",
+    "test_nat51_one_array_for_several_parameters_on_c",
+    "test_nat50_break_continue_kernels_bitwise_on_c", "test_nat52_generated_nd_launches_bitwise_on_c",
+    # the launch proof's soundness oracle and bitwise check (tests/test_launch_proof.py)
+    "test_cg73_generated_kernels_proved_launches_never_fault",
+    "test_cg73_guarded_kernels_proved_launches_never_fault",
+    "test_cg73_generated_proved_launches_bitwise_on_opencl",
+})
+
+
+#: hand-written sweeps run with the generators, without typeguard: each repeats the same
+#: calls over many sizes or programs (every ``n`` from 0 to 8, whole PolyBench programs on
+#: OpenCL, the advection peers), so typeguard checks nothing the lighter tests beside them
+#: do not (each file keeps one test of the same rules under typeguard: docs/testing.md)
+SWEEPS = frozenset({
+    # tests/test_loop_fusion_boundary.py (test_lf50_jacobi_boundary_read_as_stored stays)
+    "test_lf50_consumer_domain_disjoint_from_the_producer", "test_lf50_guarded_producers",
+    "test_lf50_two_dimensional_edges", "test_lf52_subscript_through_a_let_keeps_the_selects",
+    "test_lf52_inner_loop_subscript_and_length_bounds", "test_lf50_on_opencl",
+    "test_lf50_two_intermediates_only_one_at_the_edge",
+    # tests/test_polybench_stencils.py (test_lf50_polybench_pairs_as_published stays)
+    "test_lf14_lf50_polybench_bitwise_on_opencl",
+    # tests/test_peers_benchmark.py: the benchmark script's peers against sarek_py's fields
+    "test_cli24_numpy_advection_is_bitwise_sarek_py", "test_cli24_numba_advection_is_bitwise_sarek_py",
+    "test_cli24_a_reassociated_peer_is_caught", "test_cli24_missing_peers_are_skipped_with_a_line",
+    # deep or repeated programs: test_inline_diff.py, test_adversarial_epilogue_lets.py,
+    # test_adversarial_effects.py (each file's other tests cover the same rules)
+    "test_inl11_interpreter_bitwise", "test_ef3_deep_chain_of_copies_fuses_without_recursion_error",
+    "test_leg8_in_place_pairs_bitwise_on_opencl",
+    "test_pp2_other_statement_names_dummy_passed_as_renamed_array",
+    "test_pp3_consumer_bounds_read_dummy_the_loop_writes_as_another",
 })
 
 
 def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
-    """Mark the generators' default samples ``generated`` (see :data:`GENERATED`)."""
+    """Mark the generators' default samples and the sweeps ``generated`` (see
+    :data:`GENERATED`, :data:`SWEEPS`)."""
     import pytest
 
     for item in items:
-        if getattr(item, "originalname", None) in GENERATED:
+        if getattr(item, "originalname", None) in GENERATED | SWEEPS:
             item.add_marker(pytest.mark.generated)  # type: ignore[attr-defined]

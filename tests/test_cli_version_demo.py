@@ -204,7 +204,7 @@ def test_cli22_demo_bad_sizes_are_usage_errors(extra: list[str], env: str | None
 
 
 @pytest.mark.parametrize(("backend", "message"), [
-    ("nope", "demo.py: error: unknown backend 'nope' (choose one of cuda, opencl, interp)"),
+    ("nope", "demo.py: error: unknown backend 'nope' (choose one of cuda, c, opencl, interp)"),
 ])
 def test_cli22_demo_unknown_backend_is_one_line(backend: str, message: str) -> None:
     """CLI-22: a backend that cannot run is one line of error (status 1), no traceback."""

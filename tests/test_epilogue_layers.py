@@ -31,6 +31,7 @@ ORDER: tuple[tuple[str, str], ...] = (
     ("threadwise", "thread-wise fusion of launches of one shape (LEG-30, LEG-31)"),
     ("sequence", "fuse_launches and the runs of launches of host programs (LEG-10)"),
     ("dead_stores", "the stores of an intermediate nobody can see dropped (EF-30..EF-35)"),
+    ("merge_scalars", "a fused launch's equal scalar parameters made one (FE-97)"),
 )
 
 

@@ -156,7 +156,13 @@ class Gen:
         return f"parallel for ({c} = {lo} to n - {hi}) do {body} done"
 
     def pair(self, U: str, F: str, G: str, H: str) -> str:
-        return f"{self.producer(U, F, G, H)};\n{self.consumer(U, F, G, H)}"
+        two = f"{self.producer(U, F, G, H)};\n{self.consumer(U, F, G, H)}"
+        if H in (U, F, G) or self.r.random() >= 0.25:
+            return two
+        # LF-70/LF-74: a third stage reading the consumer's output near its edges (a chain)
+        o = self.r.choice([-1, 1])
+        return (f"{two};\nparallel for (i = 1 to n - 1) do {H}[i] <- {G}[i + {o}] * 0.5 + "
+                f"{G}[i] done")
 
     def pair2d(self) -> str:
         """A 2-D pair over ``u2 f2 g2`` (lower bounds -1, upper bounds n + 3): rows numbering
@@ -252,7 +258,16 @@ class Gen:
         t = "r" if in_proc else "t"
         if self.r.random() < self.adv * 0.3:
             return f"for {t} = nt to 1 step -1 do\n  {body}\ndone"
-        return f"for {t} = 1 to nt do\n  {body}\ndone"
+        loop = f"for {t} = 1 to nt do\n  {body}\ndone"
+        shape = self.r.random()
+        if in_proc or shape >= 0.3:
+            return loop
+        # HP-40/HP-50: host while loops around the time loop, or holding its body (LF-40)
+        inner = (loop if shape < 0.2 else body).replace("\n", "\n  ")
+        if shape < 0.1:
+            return (f"wc := 0;\nwhile true do\n  {inner};\n  wc := wc + 1;\n"
+                    "  if wc >= 2 then break\ndone")
+        return f"wc := 0;\nwhile wc < 2 do\n  {inner};\n  wc := wc + 1\ndone"
 
     # -------------------------------------------------------------------- program
     def text(self) -> str:
@@ -268,7 +283,7 @@ class Gen:
             f"var n : i32 = {n}", f"var nt : i32 = {nt}", "var m : i32",
             f"var k : i32 = {r.randint(0, 4)}", f"var a : f64 = {r.choice(['0.5', '1.5'])}",
             f"var i : i32 = {r.randint(-2, 3)}", "var x : f64", "var v : f64",
-            "var io : i32 = 5",
+            "var io : i32 = 5", "var wc : i32",
             f"var u : f64[-2:] allocatable{uattr}", "var f : f64[-2:] allocatable",
             "var g : f64[-2:] allocatable", "var h : f64[-2:] allocatable",
             "var q : f64[] allocatable",

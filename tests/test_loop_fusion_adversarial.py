@@ -40,12 +40,14 @@ def program(body: str, *, pre: str = "", decls: str = "", loop: str = "for t = 1
 
 def outcome(prog: Program) -> str | None:
     """``None`` when fused (checked bitwise equal, with and without ping-pong), else the
-    rule of the refusal of the one pair."""
+    rule of the refusal of the first pair (a loop after a fused pair is the next pair,
+    LF-73: refused here, with its own rule)."""
     ref = run_program(prog)
     rule: str | None = None
     for swap in (False, True):
         fused, reports = fuse_program(prog, FusionOptions(swap=swap))
-        [r] = reports
+        r, *rest = reports
+        assert all(x.refusal is not None for x in rest), [str(x) for x in rest]
         if r.refusal is not None:
             assert fused is prog
             rule = r.refusal.rule

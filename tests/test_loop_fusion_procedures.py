@@ -88,7 +88,10 @@ def backends() -> list[Any]:
 
 def test_lf17_pairs_in_a_procedure_are_fused() -> None:
     prog, fused, reps = reports(SMOOTH)
-    assert [r.fused for r in reps] == [True]   # (f, g) fused; (g, x) is then not adjacent
+    # (f, g) fused; g's loop cannot take x's along (LF-70, LF-73): x is a dummy (LF-9)
+    assert [r.fused for r in reps] == [True, False]
+    assert reps[1].refusal is not None and reps[1].refusal.rule == "LF-9"
+    assert "the pair alone would fuse" in str(reps[1])
     proc = fused.procedures[0]
     # the loop end's copy is the procedure's, not the program's
     assert any(d.var.name == "t_last" for d in proc.decls)

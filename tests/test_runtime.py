@@ -315,12 +315,28 @@ def test_lch15_default_order(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(runtime, "_make", make)
     chosen = get_backend("default")
-    assert made[0] == "cuda"
-    assert chosen.name == ("opencl" if "opencl" in BACKENDS else "interp")
+    assert made[:2] == ["cuda", "auto"]  # CUDA first, then C + OpenMP (NAT-25)
+    assert chosen.name == "c"
     with pytest.raises(BackendUnavailable, match="no GPU"):
         get_backend("cuda")  # remembered
-    with pytest.raises(LaunchError, match="choose one of cuda, opencl, interp"):
+    with pytest.raises(LaunchError, match="choose one of cuda, c, opencl, interp"):
         get_backend("metal")
+
+
+def test_lch15_default_order_without_a_c_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LCH-15, NAT-25: without CUDA and without a C compiler, OpenCL, then the
+    interpreter."""
+    monkeypatch.setattr(runtime, "_instances", {})
+    monkeypatch.setattr(runtime, "_unavailable", {})
+    real = runtime._make
+
+    def make(name: str) -> Backend:
+        if name in ("cuda", "auto", "c"):
+            raise BackendUnavailable(f"no {name} here.")
+        return real(name)
+
+    monkeypatch.setattr(runtime, "_make", make)
+    assert get_backend("default").name == ("opencl" if "opencl" in BACKENDS else "interp")
 
 
 class _FakeDriver:
@@ -416,6 +432,7 @@ def test_lch14_cuda_backend_glue_with_a_fake_driver(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(cuda, "_import_driver", lambda: fake)
     be = cuda.CudaBackend()
     assert be.arch == "sm_80" and be.device_name == "Fake GPU (sm_80)"
+    be.prove_launches = False  # the checked build's ABI (a proved launch has no record, CG-72)
     args = saxpy_args(300)
     be.run_kernel(M.kernel("saxpy"), args, 300, 128)
     assert len(fake.modules) == 1 and b"fma.rn" not in fake.modules[0]

@@ -182,6 +182,19 @@ def test_leg14_pipeline_fused_kernel_carries_and_meets_its_conditions() -> None:
     assert lc.kernel.requires is not None
     args = dict(lc.by_name)
     get_backend("interp").run_kernel(lc.kernel, args, 10, 4)
+    # the pipeline made p_n and ep_tc (both 10) one parameter n (FE-97): on 9 threads the
+    # producer stores 9 elements, and element 9 that fe_lenk acts on is not stored
+    assert "ep_tc" not in args and args["n"] == 10
+    get_backend("interp").run_kernel(lc.kernel, {**args, "n": 11}, 10, 4)
+    with pytest.raises(FusionRefused) as ei:
+        get_backend("interp").run_kernel(lc.kernel, args, 9, 4)
+    assert ei.value.rule == "LEG-14"
+    # the same pair fused by fuse_launches (no merging) keeps p_n and ep_tc apart
+    (lc,), _ = fuse_launches([
+        KernelLaunch(fe_scale.ir, 10, 4, {"x": x, "t": t, "a": np.float32(2.0), "n": 10}),
+        KernelLaunch(fe_lenk.ir, 10, 4, {"t": t, "out": out})])
+    args = dict(lc.by_name)
+    get_backend("interp").run_kernel(lc.kernel, args, 10, 4)
     # ep_tc = 11 alone is fine now: fe_lenk acts only on i < len(t) = 10 (LEG-18); with
     # the producer storing 9 elements, element 9 it acts on is not stored: refused
     get_backend("interp").run_kernel(lc.kernel, {**args, "ep_tc": 11}, 10, 4)

@@ -8,7 +8,9 @@ plain C form only where the loop counter provably cannot step past the type's en
 :func:`int_range` gives a sound interval ``(lo, hi)`` of an integer expression's values,
 from constants, lengths, thread indices, the ranges of immutable variables in scope
 (``env``) and interval arithmetic that does not overflow; anything else is the type's
-whole range. :func:`refine` narrows the ranges of immutable variables under a condition
+whole range. At a launch (CG-70) ``env`` may also hold the exact extents of arrays and the
+ranges of the thread intrinsics, under the negative keys :func:`length_key` and
+:func:`intrinsic_key`; the emitter's ``env`` holds none. :func:`refine` narrows the ranges of immutable variables under a condition
 known to hold (``i < n`` gives ``i <= hi(n) - 1``).
 """
 
@@ -40,6 +42,17 @@ from sarek_py.ir.visit import iter_exprs
 Range = tuple[int, int]
 
 _BITS = {Scalar.I32: 32, Scalar.I64: 64}
+
+
+def length_key(array_id: int, dim: int) -> int:
+    """The ``env`` key of the exact extent of dimension ``dim`` of the array variable
+    ``array_id`` where a launch knows it (CG-70): negative, so it is no variable's id."""
+    return -(32 * (array_id + 1) + dim + 1)
+
+
+def intrinsic_key(name: str) -> int:
+    """The ``env`` key of a thread intrinsic's range in a known launch (CG-70)."""
+    return -(THREAD_INTRINSICS.index(name) + 9)
 
 
 def type_range(t: Scalar) -> Range:
@@ -93,8 +106,10 @@ def _range(e: Expr, env: Mapping[int, Range], t: Scalar) -> Range | None:
             return (int(v), int(v))
         case Ref(var=v):
             return env.get(v.id)
-        case Length():
-            return (0, type_range(Scalar.I32)[1])
+        case Length(array=a, dim=d):
+            return env.get(length_key(a.id, d), (0, type_range(Scalar.I32)[1]))
+        case Intrinsic(name=n, args=()) if n in THREAD_INTRINSICS and intrinsic_key(n) in env:
+            return env[intrinsic_key(n)]  # a launch's own value (CG-70)
         case Intrinsic(name=n, args=()) if n in THREAD_INTRINSICS:
             # block-relative indices are never negative and extents are at least 1; a
             # global index is the C conversion of a wider number, so any int

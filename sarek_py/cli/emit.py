@@ -1,4 +1,4 @@
-"""``sarek-py emit FILE --target cuda|opencl [--kernel K] [--unchecked]`` (docs/cli.md,
+"""``sarek-py emit FILE --target cuda|opencl|c [--kernel K] [--unchecked]`` (docs/cli.md,
 CLI-10; CG-16, CG-24): the C of one kernel, or of every kernel of the file as one
 translation unit."""
 
@@ -9,18 +9,19 @@ import sys
 
 from sarek_py.cli.loading import FILE_HELP, find_kernel, is_program_text, load_checked, read_source
 from sarek_py.cli.registry import command
+from sarek_py.codegen.c99 import C99
 from sarek_py.codegen.cstyle import emit, emit_module
 from sarek_py.codegen.cuda import CUDA
 from sarek_py.codegen.opencl import OPENCL
 from sarek_py.ir.diagnostics import SarekError
 
-_DIALECTS = {"cuda": CUDA, "opencl": OPENCL}
+_DIALECTS = {"cuda": CUDA, "opencl": OPENCL, "c": C99}
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("--target", "-t", required=True, choices=sorted(_DIALECTS),
-                   help="the C dialect: cuda (CUDA C) or opencl (OpenCL C)")
+                   help="the C dialect: cuda (CUDA C), opencl (OpenCL C) or c (C + OpenMP, NAT-1)")
     p.add_argument("--kernel", "-k", metavar="K",
                    help="the kernel to emit (default: every kernel of the file)")
     p.add_argument("--unchecked", action="store_true",

@@ -41,7 +41,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         "launches file launches")
     p.add_argument("--launches", metavar="L",
                    help="the launches file (default: FILE with the suffix .launches)")
-    p.add_argument("--target", default="interp", help="the target (interp, opencl, cuda)")
+    p.add_argument("--target", default="interp", help="the target (interp, opencl, cuda, c)")
     p.add_argument("--contraction", choices=["on", "off"],
                    help="whether the target contracts floating-point operations")
     p.add_argument("--force", action="store_true", help="fuse even where contraction is on")

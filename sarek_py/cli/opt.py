@@ -16,8 +16,9 @@ renamed arrays of fused loops; it only applies together with ``fuse``), ``offloa
 ``all`` (default), ``none``, or a comma-separated list of ``fuse`` and ``swap``; any other
 value is an error listing the accepted ones. ``--dump-dir DIR`` writes the program after
 each pass (``01-fuse.sk`` …) and, after ``offload``, the emitted kernel sources
-(``kernels.cl``, ``kernels.cu``). ``--fusion-threshold OPS`` sets the cost model's
-operations per byte (LF-13).
+(``kernels.cl``, ``kernels.cu``). ``--backend NAME`` (default: the default backend) is the
+backend whose cost table predicts each fusion, fused against unfused (LF-62, LF-66);
+``--fusion-threshold OPS`` decides by operations per byte instead (LF-13, LF-63).
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ class OptResult:
 
 
 def run_passes(program: Program, passes: Sequence[str], transforms: frozenset[str],
-               threshold: float = 64.0, numbering: str = "rows") -> OptResult:
+               threshold: float | None = None, numbering: str = "rows",
+               backend: str | None = None) -> OptResult:
     """Run the named loop passes in order (LF-16); ``fuse`` followed by ``swap`` fuses with
     ping-pong; a pass ``--gpu-loop-transforms`` excludes is skipped (with a note)."""
     from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
@@ -93,7 +95,8 @@ def run_passes(program: Program, passes: Sequence[str], transforms: frozenset[st
             notes.append(f"{name}: disabled by --gpu-loop-transforms")
             continue
         if name == "fuse":
-            program, reports = fuse_program(program, FusionOptions(threshold, want_swap))
+            program, reports = fuse_program(program, FusionOptions(threshold, want_swap,
+                                                                     backend))
             notes += [str(r) for r in reports]
         elif name == "swap":
             if "fuse" not in passes or "fuse" not in transforms:
@@ -115,9 +118,10 @@ def run_passes(program: Program, passes: Sequence[str], transforms: frozenset[st
 
 
 def opt_program_file(path: str, passes: Sequence[str], transforms_value: str,
-                     dump_dir: str | None, threshold: float = 64.0,
+                     dump_dir: str | None, threshold: float | None = None,
                      numbering: str = "rows", text: str | None = None,
-                     check: Callable[[Program], None] | None = None) -> OptResult:
+                     check: Callable[[Program], None] | None = None,
+                     backend: str | None = None) -> OptResult:
     """``sarek-py opt`` on a host-program file (or on ``text``, standard input's, read
     under the name ``<stdin>``): parse, ``check`` (the passes assume a well-formed
     program, HP-9), run, write the dumps."""
@@ -129,7 +133,7 @@ def opt_program_file(path: str, passes: Sequence[str], transforms_value: str,
     if check is not None:
         check(program)
     names = list(passes) if passes else [p for p in LOOP_TRANSFORMS]
-    result = run_passes(program, names, transforms, threshold, numbering)
+    result = run_passes(program, names, transforms, threshold, numbering, backend)
     if dump_dir is not None:
         out = Path(dump_dir)
         try:
@@ -158,9 +162,13 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu-loop-transforms", default="all", metavar="all|none|fuse,swap",
                    help="loop transforms of host programs: all (default), none, or a "
                         "comma-separated list of fuse and swap")
-    p.add_argument("--fusion-threshold", type=float, default=64.0, metavar="OPS",
-                   help="host programs: most extra operations per byte removed for a loop "
-                        "fusion (default 64)")
+    p.add_argument("--fusion-threshold", type=float, default=None, metavar="OPS",
+                   help="host programs: decide each loop fusion by at most OPS extra "
+                        "operations per byte removed instead of the cost model's prediction "
+                        "(64 where --backend has no cost table)")
+    p.add_argument("--backend", default="default", metavar="NAME",
+                   help="host programs: the backend whose cost table predicts each loop "
+                        "fusion, fused against unfused (default: the default backend)")
     p.add_argument("--numbering", default="rows", metavar="rows|tiles|flat",
                    help="host programs, offload: how a launch's threads number a nest of two "
                         "or more dimensions (default rows)")
@@ -178,7 +186,7 @@ def check_options(args: argparse.Namespace) -> None:
                          + ", ".join(sorted(PASSES)) + "; of a host program: "
                          + ", ".join(HOST_PASSES) + ")")
     t = args.fusion_threshold
-    if not (math.isfinite(t) and t >= 0):
+    if t is not None and not (math.isfinite(t) and t >= 0):
         raise UsageError(f"--fusion-threshold {t}: must be a finite number of operations "
                          ">= 0")
     if args.dump_dir is not None and not args.dump_dir.strip():
@@ -213,6 +221,20 @@ def opt_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def cost_backend(name: str) -> str:
+    """LF-66: the backend ``opt --backend`` names (``default``: the runtime's default, as
+    ``run`` picks it); a name no runtime has is a usage error. The backend need not run
+    here: only its cost table row is read."""
+    from sarek_py.runtime import BACKENDS, get_backend
+
+    if name == "default":
+        return get_backend("default").name
+    if name not in BACKENDS:
+        raise UsageError(f"--backend {name}: unknown backend (choose one of "
+                         f"{', '.join(BACKENDS)}, or default)")
+    return name
+
+
 def _opt_program(args: argparse.Namespace) -> int:
     """A host program: the loop passes (LF-16, :func:`opt_program_file`)."""
     from sarek_py.ir.host.text import print_program
@@ -222,7 +244,7 @@ def _opt_program(args: argparse.Namespace) -> int:
         res = opt_program_file(args.file, names, args.gpu_loop_transforms, args.dump_dir,
                                args.fusion_threshold, args.numbering,
                                text=read_source(args.file) if args.file == "-" else None,
-                               check=check_any)
+                               check=check_any, backend=cost_backend(args.backend))
     except LoopOptionError as exc:
         raise UsageError(exc.message) from None
     sys.stdout.write(print_program(res.program))

@@ -61,7 +61,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-race-check", action="store_true",
                    help="do not report data races (interpreter)")
     p.add_argument("--unchecked", action="store_true",
-                   help="opencl/cuda: emit kernels without bounds checks (for benchmarks; "
+                   help="opencl/cuda/c: emit kernels without bounds checks (for benchmarks; "
                         "an out-of-bounds access then corrupts memory; CG-24)")
     p.add_argument("--compare", metavar="BACKEND",
                    help="also run on BACKEND from the same inputs and report per array "
@@ -108,6 +108,12 @@ def run_command(args: argparse.Namespace) -> int:
                         **shape)
     for line in describe_run(target, inputs, result):
         print(line)
+    if args.backend == "default":  # the automatic choice, per kernel (NAT-27)
+        from sarek_py.runtime import get_backend
+
+        chosen = getattr(get_backend("default"), "choices", {}).get(target.name)
+        print(f"backend: default ran kernel {target.name} on "
+              f"{chosen or get_backend('default').name}")
     return 0
 
 

@@ -108,7 +108,7 @@ def apply_unchecked(args: argparse.Namespace) -> None:
     names = [args.backend, *([args.compare] if getattr(args, "compare", None) else [])]
     if all(n == "interp" for n in names):
         raise UsageError("--unchecked: the interpreter always checks its accesses; the flag "
-                         "applies to --backend opencl or cuda")
+                         "applies to --backend opencl, cuda or c")
     from sarek_py.runtime import get_backend
 
     for n in names:
@@ -121,8 +121,10 @@ def kernel_runner(name: str) -> Callable[..., Any]:
     else the runtime's backend of that name (which says why when it cannot run here)."""
     if name == "interp":
         from sarek_py.ir.interp import run_kernel
+        from sarek_py.runtime.fused_errors import speaking_user_terms
 
-        return run_kernel
+        interp: Callable[..., Any] = speaking_user_terms(run_kernel)  # FE-90
+        return interp
     from sarek_py.runtime import get_backend
 
     runner: Callable[..., Any] = get_backend(name).run_kernel

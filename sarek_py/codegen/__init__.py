@@ -1,7 +1,9 @@
-"""C-family code generation: one emitter (:mod:`cstyle`), CUDA and OpenCL dialect tables."""
+"""C-family code generation: one emitter (:mod:`cstyle`), CUDA, OpenCL and C + OpenMP
+dialect tables."""
 
 from __future__ import annotations
 
+from sarek_py.codegen.c99 import C99
 from sarek_py.codegen.cstyle import CodegenError, Emitted, KernelAbi, emit
 from sarek_py.codegen.cuda import CUDA
 from sarek_py.codegen.opencl import OPENCL
@@ -20,5 +22,12 @@ def emit_opencl(kernel: Kernel, *, checked: bool = True) -> str:
     return emit(kernel, OPENCL, checked=checked).source
 
 
-__all__ = ["CUDA", "OPENCL", "CodegenError", "Emitted", "KernelAbi", "emit", "emit_cuda",
+def emit_c(kernel: Kernel, *, checked: bool = True) -> str:
+    """C + OpenMP source of ``kernel`` (the thread function and the exported launch
+    function, NAT-2, NAT-3); a kernel the c backend cannot run exactly is refused with a
+    :class:`CodegenError` naming the construct (NAT-4)."""
+    return emit(kernel, C99, checked=checked).source
+
+
+__all__ = ["C99", "CUDA", "OPENCL", "CodegenError", "Emitted", "KernelAbi", "emit", "emit_c", "emit_cuda",
            "emit_opencl"]

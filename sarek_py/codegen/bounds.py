@@ -78,26 +78,33 @@ def at_name(rank: int) -> str:
 
 def in_function(d: Dialect, rank: int) -> str:
     """The C of ``sarek_in<rank>``: whether every index lies in its extent; records the
-    launch's first fault when not."""
+    launch's first fault when not. Where the dialect has a ``cold`` qualifier (NAT-8) the
+    recording is a function of its own, ``sarek_fault<rank>``, out of the hot path."""
     qual = (d.helper_qualifier + " ") if d.helper_qualifier else ""
     long_, ulong = d.type_name(Scalar.I64), d.unsigned[Scalar.I64]
     ptr = f"{d.global_pointer} int*".strip()
     dims = range(rank)
     params = ", ".join(f"{long_} i{k}, {long_} n{k}" for k in dims)
     test = " && ".join(f"({ulong})i{k} < ({ulong})n{k}" for k in dims)
-    lines = [
-        f"{qual}bool {in_name(rank)}({ptr} oob, int site, {params}) {{",
-        f"  if ({test}) return true;",
+    record = [
         f"  if ({d.atomic_cas.format(ptr='oob', old='0', new='site')} == 0) {{",
-        f"    const {long_} t = {d.flat_id};",
+        f"    const {long_} t = {d.fault_thread or d.flat_id};",
         "    oob[1] = (int)t;",
         "    oob[2] = (int)(t >> 32);",
     ]
     for k in dims:
         w = HEADER_WORDS + DIM_WORDS * k
-        lines += [f"    oob[{w}] = (int)i{k};", f"    oob[{w + 1}] = (int)(i{k} >> 32);",
-                  f"    oob[{w + 2}] = (int)n{k};"]
-    lines += ["  }", "  return false;", "}"]
+        record += [f"    oob[{w}] = (int)i{k};", f"    oob[{w + 1}] = (int)(i{k} >> 32);",
+                   f"    oob[{w + 2}] = (int)n{k};"]
+    record.append("  }")
+    head = f"{qual}bool {in_name(rank)}({ptr} oob, int site, {params}) {{"
+    if not d.cold:
+        lines = [head, f"  if ({test}) return true;", *record, "  return false;", "}"]
+        return "\n".join(lines) + "\n"
+    names = ", ".join(f"i{k}, n{k}" for k in dims)
+    lines = [d.cold, f"void sarek_fault{rank}({ptr} oob, int site, {params}) {{", *record,
+             "}", "", head, f"  if (__builtin_expect({test}, 1)) return true;",
+             f"  sarek_fault{rank}(oob, site, {names});", "  return false;", "}"]
     return "\n".join(lines) + "\n"
 
 

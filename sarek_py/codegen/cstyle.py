@@ -291,6 +291,8 @@ class _Function:
             case Unary(op=UnaryOp.NEG) | Binary(op=BinaryOp.ADD | BinaryOp.SUB | BinaryOp.MUL
                                                | BinaryOp.SHL) if self.wraps(e):
                 return self.wrap_call(e)
+            case Binary(op=BinaryOp.DIV | BinaryOp.MOD) if self.traps(e):
+                return self.wrap_call(e)  # NAT-10
             case Unary(op=op, arg=a):
                 text, prec = self.expr(a)
                 text = _paren(text, prec, _UNARY)
@@ -329,6 +331,8 @@ class _Function:
                               if isinstance(p.type, ArrayType) and isinstance(a, Ref)}
                     self.sites.extend(attrs.evolve(x, array=rename.get(x.array, x.array))
                                       for x in self.helper_sites[f])
+                if self.d.thread_param:  # NAT-2: a helper may read the thread's place
+                    cargs.append(self.d.thread_param.split()[-1])
                 return f"{self.helper_names[f]}({', '.join(cargs)})", _PRIMARY
             case Length(array=a, dim=d):
                 assert isinstance(a.type, ArrayType)
@@ -350,6 +354,32 @@ class _Function:
         assert isinstance(e, Binary)
         return not no_overflow(e.op, int_range(e.lhs, self.ranges),
                                int_range(e.rhs, self.ranges), t)
+
+    def wide_exact(self, v: Var, val: Expr) -> bool:
+        """Whether immutable ``i32`` local ``v`` bound to ``val`` is declared 64-bit
+        (NAT-37): the dialect asks it, ``val`` narrows an ``i64`` and the ranges prove that
+        value an ``i32``, so the wider variable holds exactly the value the ``int`` would,
+        and every use the emitter writes of it (exact arithmetic, comparisons, explicit
+        casts, ``int`` parameters) computes the same."""
+        if not (self.d.wide_exact_locals and v.scalar is Scalar.I32 and not v.mutable
+                and isinstance(val, Cast) and val.to is Scalar.I32
+                and scalar_type_of(val.arg) is Scalar.I64):
+            return False
+        lo, hi = int_range(val.arg, self.ranges)
+        t_lo, t_hi = type_range(Scalar.I32)
+        return t_lo <= lo and hi <= t_hi
+
+    def traps(self, e: Expr) -> bool:
+        """Whether integer ``e`` (``/`` or ``%``) may divide by zero or the least value by
+        -1 where the dialect guards those (NAT-10)."""
+        assert isinstance(e, Binary)
+        t = scalar_type_of(e)
+        if not self.d.guard_division or not t.is_int:
+            return False
+        lo, hi = int_range(e.rhs, self.ranges)
+        if lo <= 0 <= hi:
+            return True
+        return lo <= -1 <= hi and int_range(e.lhs, self.ranges)[0] == type_range(t)[0]
 
     def wrap_call(self, e: Expr) -> tuple[str, int]:
         """Integer ``e`` (``+ - * <<`` or unary ``-``) that may overflow as a call of its
@@ -615,6 +645,13 @@ class _Function:
                 t = v.scalar
                 if t is Scalar.UNIT:
                     self.emit(f"{self.expr(val)[0]};", depth)
+                elif self.wide_exact(v, val):
+                    # NAT-37: the same value in the wider type (the ranges bound it)
+                    assert isinstance(val, Cast)
+                    text = self.expr(val.arg)[0]
+                    self.emit(f"{self.ctype(Scalar.I64)} {self.bind(v)} = {text};"
+                              "  // an int: the guard bounds it", depth)
+                    self.ranges = {**self.ranges, v.id: int_range(val, self.ranges)}
                 else:
                     text = self.value(val, depth)
                     self.emit(f"{self.ctype(t)} {self.bind(v)} = {text};", depth)
@@ -880,6 +917,9 @@ def _accesses(body: Stmt, oob_helpers: set[str]) -> bool:
 def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
     """C source of ``kernel`` (and the helpers it calls) for dialect ``d``, with its ABI;
     ``checked=False`` leaves the array accesses unchecked (CG-22, CG-24)."""
+    why = None if d.refuse is None else d.refuse(kernel)
+    if why is not None:  # NAT-4: what the target cannot run exactly
+        raise CodegenError(why, kernel.loc)
     kernel = shallow_kernel(kernel)  # no bracket nesting past the compilers' (CG-60)
     helpers = _helper_order(kernel)
     gnamer = Namer()
@@ -922,6 +962,8 @@ def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
             f.namer.hidden(OOB)
             f.namer.hidden(SITE)
             params += [oob_param, f"int {SITE}"]
+        if d.thread_param:  # NAT-2: the thread's place, for the intrinsics it reads
+            params.append(d.thread_param)
         f.stmt(h.body, 1)
         if f.has_oob:
             oob_helpers.add(h.name)
@@ -979,15 +1021,22 @@ def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
                 k.emit(line, 1)
             continue
         k.emit(k.local_decl(v), 1)
-    if not barrier:
-        # CG-21: in the kernel's own leading guard when what comes before it is safe
+    if not barrier and d.driver is None:
+        # CG-21: in the kernel's own leading guard when what comes before it is safe; a
+        # driver runs only the threads below the count (NAT-31)
         k.count_guard = speculation_guard(kernel.body, k.ranges)
         if k.count_guard is None:
             k.emit("// threads past the launch's count stop here", 1)
             k.emit(f"if (({d.flat_id}) >= sarek_threads) return;", 1)
     k.stmt(kernel.body, 1)
-    chunks.append(_signature(f"{d.kernel_qualifier} {kname}", params) + " {\n"
-                  + "\n".join(k.lines) + "\n}\n")
+    if d.driver is None:
+        chunks.append(_signature(f"{d.kernel_qualifier} {kname}", params) + " {\n"
+                      + "\n".join(k.lines) + "\n}\n")
+    else:  # NAT-3: the body is one thread's function, the driver runs the launch's threads
+        tname = gnamer.fresh(kname + d.thread_suffix)
+        chunks.append(_signature(f"{d.kernel_qualifier} {tname}", [*params, d.thread_param])
+                      + " {\n" + "\n".join(k.lines) + "\n}\n")
+        chunks.append(d.driver(kname, tname, params, [a.name for a in cargs], k.has_oob))
     uses_f64 |= k.uses_f64
     wrapping |= k.wrapping
     atomic_loops |= k.atomic_loops

@@ -7,10 +7,11 @@ pragmas. :mod:`sarek_py.codegen.cstyle` is the one emitter; it reads only this t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
+from sarek_py.ir.nodes import Kernel
 from sarek_py.ir.types import Scalar
 
 
@@ -66,6 +67,29 @@ class Dialect:
     #: per float type, the functions reading its bits as the integer of its width and
     #: back (``as_int``/``as_float``): float min/max settle equal operands with them (CG-40)
     reinterpret: Mapping[Scalar, tuple[str, str]] = attrs.field(factory=dict)
+    #: a target without a thread grid (C + OpenMP, NAT-3): the kernel's body becomes the
+    #: function of one thread, named with ``thread_suffix`` and taking ``thread_param``
+    #: (what ``thread`` and ``flat_id`` read) last; ``driver(name, thread function,
+    #: parameters, argument names, checks)`` writes the exported function that runs the
+    #: launch's threads
+    thread_param: str = ""
+    thread_suffix: str = ""
+    driver: Callable[[str, str, Sequence[str], Sequence[str], bool], str] | None = None
+    #: the thread number the bounds checks record, where it is not ``flat_id`` (NAT-8)
+    fault_thread: str = ""
+    #: the qualifiers of a function the compiler keeps out of the hot path: where set, a
+    #: bounds check records its fault in such a function (NAT-8)
+    cold: str = ""
+    #: integer ``/`` and ``%`` whose divisor may be 0 (or -1 with the least dividend) call
+    #: ``sarek_div_i32``…, which give 0 there: a CPU traps on them (NAT-10)
+    guard_division: bool = False
+    #: why the target cannot run a kernel exactly (a sentence naming the construct), or
+    #: None: the emitter refuses such a kernel with that sentence (NAT-4)
+    refuse: Callable[[Kernel], str | None] | None = None
+    #: an ``i32`` local bound once to an ``i64`` value that the ranges prove within
+    #: ``i32`` is declared with the 64-bit type, holding the same value, so that a C
+    #: compiler sees the accesses it indexes as consecutive (NAT-37)
+    wide_exact_locals: bool = False
 
     def type_name(self, t: Scalar) -> str:
         return self.types[t]

@@ -45,6 +45,12 @@ def minmax_prelude(d: Dialect, used: set[tuple[str, Scalar]]) -> list[str]:
         else:
             pick = "(signbit(a) ? a : b)" if w == "min" else "(signbit(a) ? b : a)"
         qual = f"{d.helper_qualifier} " if d.helper_qualifier else ""
+        body = f"a == b ? {pick} : {fn}(a, b)"
+        if d.name == "c":
+            # NAT-42: glibc's fmin/fmax give a NaN for a signalling NaN operand; with the
+            # NaNs settled first, the rest is a compare (which the vectorizer keeps)
+            cmp = "<" if w == "min" else ">"
+            body = f"isnan(a) ? b : isnan(b) ? a : a == b ? {pick} : a {cmp} b ? a : b"
         out.append(f"{qual}{ct} {minmax_name(w, t)}({ct} a, {ct} b) {{\n"
-                   f"  return a == b ? {pick} : {fn}(a, b);\n}}\n")
+                   f"  return {body};\n}}\n")
     return out

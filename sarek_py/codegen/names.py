@@ -46,6 +46,22 @@ C_RESERVED = frozenset(
     """.split()
 )
 
+#: what C11's <math.h> declares (with its f and l versions), which the C + OpenMP target
+#: includes (NAT-1): a kernel, helper or variable of these names would clash with it
+_C_MATH = """
+    acos asin atan atan2 cos sin tan acosh asinh atanh cosh sinh tanh exp exp2 expm1 frexp
+    ilogb ldexp log log10 log1p log2 logb modf scalbn scalbln cbrt fabs hypot pow sqrt erf
+    erfc lgamma tgamma ceil floor nearbyint rint lrint llrint round lround llround trunc fmod
+    remainder remquo copysign nan nextafter nexttoward fdim fmax fmin fma
+    """.split()
+C_RESERVED = C_RESERVED | frozenset(
+    n + suffix for n in _C_MATH for suffix in ("", "f", "l")) | frozenset(
+    """
+    fpclassify isgreaterequal islessequal islessgreater isunordered float_t double_t
+    HUGE_VAL HUGE_VALF HUGE_VALL FP_NAN FP_INFINITE FP_ZERO FP_SUBNORMAL FP_NORMAL
+    FP_ILOGB0 FP_ILOGBNAN MATH_ERRNO MATH_ERREXCEPT math_errhandling
+    """.split())
+
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -54,6 +70,9 @@ def is_reserved(name: str) -> bool:
         name in C_RESERVED
         or name.startswith("sarek_")
         or name.startswith("__")
+        or "__" in name  # C reserves __ anywhere and _ with a capital (NAT-46)
+        or (name[:1] == "_" and name[1:2].isupper())
+        or name.startswith(("omp_", "GOMP_"))  # the OpenMP runtime's (NAT-1)
         or not _IDENT.match(name)
     )
 
@@ -69,8 +88,11 @@ class Namer:
         clean = re.sub(r"[^A-Za-z0-9_]", "_", base) or "v"
         if clean[0].isdigit():
             clean = "v" + clean
-        if clean.startswith("sarek_") or clean.startswith("__"):
+        if clean.startswith(("sarek_", "__", "omp_", "GOMP_")):  # reserved prefixes
             clean = "v" + clean.lstrip("_")
+        clean = re.sub(r"__+", "_", clean)  # C reserves __ anywhere (NAT-46)
+        if clean[0] == "_" and clean[1:2].isupper():  # and _ with a capital: _Bool
+            clean = "v" + clean
         if clean not in self.used and not is_reserved(clean):
             self.used.add(clean)
             return clean

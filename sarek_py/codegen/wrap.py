@@ -24,9 +24,11 @@ from sarek_py.ir.types import Scalar
 
 #: the binary operators that wrap in the interpreter, by the word naming their function
 BINARY_WORDS: dict[BinaryOp, str] = {BinaryOp.ADD: "add", BinaryOp.SUB: "sub",
-                                     BinaryOp.MUL: "mul", BinaryOp.SHL: "shl"}
-#: every word, in the order the functions are emitted
-WORDS: tuple[str, ...] = ("add", "sub", "mul", "neg", "shl", "abs")
+                                     BinaryOp.MUL: "mul", BinaryOp.SHL: "shl",
+                                     BinaryOp.DIV: "div", BinaryOp.MOD: "mod"}
+#: every word, in the order the functions are emitted (``div``/``mod``: the dialects that
+#: guard integer division, NAT-10)
+WORDS: tuple[str, ...] = ("add", "sub", "mul", "neg", "shl", "abs", "div", "mod")
 
 #: a wrapping operation: its word and its integer type
 WrapOp = tuple[str, Scalar]
@@ -48,12 +50,22 @@ def wrap_function(d: Dialect, word: str, t: Scalar) -> str:
         # the most negative value is its own absolute value (INT-10)
         head = f"{ct} x"
         body = f"({ct})(x < 0 ? 0{d.unsigned_suffix[t]} - ({u})x : ({u})x)"
+    elif word in ("div", "mod"):  # NAT-10: never the CPU's trap; the interpreter faults
+        least = f"(-{2**63 - 1 if t is Scalar.I64 else 2**31 - 1}{suffix(d, t)} - 1{suffix(d, t)})"
+        sym = "/" if word == "div" else "%"
+        head = f"{ct} a, {ct} b"
+        body = f"(b == 0 || (a == {least} && b == -1)) ? 0 : a {sym} b"
     elif word == "shl":  # the shift count keeps its own type (0 <= b < width, CG-7)
         head, body = f"{ct} a, {ct} b", f"({ct})(({u})a << b)"
     else:
         sym = {"add": "+", "sub": "-", "mul": "*"}[word]
         head, body = f"{ct} a, {ct} b", f"({ct})(({u})a {sym} ({u})b)"
     return f"{qual}{ct} {name}({head}) {{\n  return {body};\n}}\n"
+
+
+def suffix(d: Dialect, t: Scalar) -> str:
+    """The literal suffix of integer type ``t``."""
+    return d.i64_suffix if t is Scalar.I64 else ""
 
 
 def wrap_prelude(d: Dialect, used: set[WrapOp]) -> list[str]:

@@ -97,6 +97,8 @@ class KernelFunction:
         self.fn = fn
         self.name = name if name is not None else fn.__name__
         self._ir: Kernel | None = None
+        #: ``k[threads, block]`` launchers of two ``int``s, made once (FE-82)
+        self._launchers: dict[tuple[int, int], Callable[..., Any]] = {}
 
     @property
     def ir(self) -> Kernel:
@@ -123,12 +125,21 @@ class KernelFunction:
         shared memory (FE-50) ``k[grid, block, shared]`` (``shared``: elements of the
         kernel's ``shared(T)`` array) or numba's ``k[grid, block, stream, nbytes]``
         (``stream`` 0 or None, ``nbytes`` a multiple of the element size)."""
+        plain = (type(config) is tuple and len(config) == 2 and type(config[0]) is int
+                 and type(config[1]) is int)  # no bool, no numpy integer: checked below
+        if plain:
+            made = self._launchers.get(config)
+            if made is not None:
+                return made
+        key = config
         config, dyn = _dynamic_config(self.name, config)
         threads, block = _config(config)
 
         def launcher(*args: Any, backend: str | None = None, **kwargs: Any) -> Any:
             return self._start(args, kwargs, threads, block, backend, dyn)
 
+        if plain and len(self._launchers) < 64:  # the checks above passed for this pair
+            self._launchers[key] = launcher
         return launcher
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -289,6 +300,8 @@ def _config(config: Any) -> tuple[Count, Count]:
 def bind_arguments(k: Kernel, args: tuple[Any, ...], kwargs: Mapping[str, Any]
                    ) -> dict[str, ArgValue]:
     """Match positional and keyword arguments to ``k``'s parameters, checking each (FE-15)."""
+    if not kwargs and len(args) == len(k.params):  # every one by position (FE-82)
+        return {p.name: _convert(k, p, a) for p, a in zip(k.params, args, strict=True)}
     if len(args) > len(k.params):
         raise LaunchArgumentError(f"kernel '{k.name}' takes {len(k.params)} arguments, "
                                   f"{len(args)} given")
@@ -310,6 +323,8 @@ def bind_arguments(k: Kernel, args: tuple[Any, ...], kwargs: Mapping[str, Any]
 #: each scalar type's numpy dtype (``Scalar.dtype`` is a property: this is the hot path of
 #: every launch, FE-82)
 _DTYPE: dict[Scalar, np.dtype[Any]] = {s: s.dtype for s in Scalar if s is not Scalar.UNIT}
+#: the same by the member's id: an enum member's hash is a Python function, an int's is not
+_DTYPE_OF: dict[int, np.dtype[Any]] = {id(s): d for s, d in _DTYPE.items()}
 _I32_RANGE = range(-(2**31), 2**31)
 
 
@@ -317,12 +332,12 @@ def _convert(k: Kernel, p: Var, a: Any) -> ArgValue:
     t0 = p.type
     # the common arguments first, checked exactly as below (a launch's hot path, FE-82)
     if isinstance(t0, ArrayType):
-        if (type(a) is np.ndarray and a.dtype == _DTYPE[t0.elem] and a.ndim == t0.rank
+        if (type(a) is np.ndarray and a.dtype == _DTYPE_OF[id(t0.elem)] and a.ndim == t0.rank
                 and a.flags.writeable):
             return a
     elif type(a) is float and t0.is_float or type(a) is int and t0 is Scalar.I32 \
             and a in _I32_RANGE:
-        fast: np.generic = _DTYPE[t0].type(a)
+        fast: np.generic = _DTYPE_OF[id(t0)].type(a)
         return fast
     where = f"argument '{p.name}' of kernel '{k.name}'"
     if isinstance(p.type, ArrayType):
@@ -423,7 +438,9 @@ def emit(k: Kernel, target: str) -> str:
         return codegen.emit_cuda(k)
     if target == "opencl":
         return codegen.emit_opencl(k)
-    raise SarekError(f"unknown target {target!r}: use 'cuda' or 'opencl'")
+    if target == "c":
+        return codegen.emit_c(k)
+    raise SarekError(f"unknown target {target!r}: use 'cuda', 'opencl' or 'c'")
 
 
 @overload

@@ -29,6 +29,7 @@ from sarek_py.frontend.kernel import (
 from sarek_py.frontend.plan_cache import cached_fuse
 from sarek_py.frontend.replay import LastRun, replay, run_keywords
 from sarek_py.frontend.temporaries import Temporaries, Temporary
+from sarek_py.fusion.epilogue.merge_scalars import MergeNote
 from sarek_py.fusion.epilogue.sequence import Decision
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.host.launch import KernelLaunch, Launch
@@ -51,6 +52,8 @@ class Pipeline:
         #: the launches actually run (after fusion), in order, over every ``run``
         self.launches: list[Launch] = []
         self.decisions: list[Decision] = []
+        #: the scalar parameters of fused launches made one, over every run (FE-97)
+        self.merged: list[MergeNote] = []
         self.results: list[Any] = []
         self._token: Token[Recorder | None] | None = None
         #: what the last run ran, for :meth:`replay` (None before a run, FE-86)
@@ -101,7 +104,7 @@ class Pipeline:
         if type(threads) is int and type(block) is int:  # the common launch (FE-82): the
             # arguments are bound and checked (FE-15), the shared extent too (FE-50)
             self.recorded.append(Launch(ir, threads, block,
-                                        tuple(args[p.name] for p in ir.params), shared=shared))
+                                        tuple([args[p.name] for p in ir.params]), shared=shared))
         else:
             self.recorded.append(KernelLaunch(ir, threads, block, args, shared=shared))
 
@@ -123,7 +126,8 @@ class Pipeline:
             tgt = target(backend.name,
                          shared_bytes=None if limits is None else limits.shared_bytes)
             launches, decisions = cached_fuse(launches, backend=backend.name,
-                                              target=tgt, force=self.force)
+                                              target=tgt, force=self.force,
+                                              merged=self.merged)  # FE-97
             self.decisions.extend(decisions)
         # temporaries: dead stores dropped at the final run, the others allocated (FE-71)
         launches = self.temporaries.bind(recorded, launches, final=not self.is_open)
@@ -174,6 +178,7 @@ class Pipeline:
         if not self.fuse:
             lines.append("fusion is off for this pipeline")
         lines.extend(str(d) for d in self.decisions)
+        lines.extend(str(m) for m in self.merged)
         lines.extend(self.temporaries.report_lines())  # FE-74
         if self.recorded:
             lines.append(f"{len(self.recorded)} launch(es) recorded, not run yet")

@@ -21,13 +21,17 @@ plans go first).
 
 from __future__ import annotations
 
+import ctypes
+import sys
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import numpy as np
 
+from sarek_py.analysis.value_scalars import value_only_params
 from sarek_py.fusion.epilogue.buffers import buffer_key, overlap
+from sarek_py.fusion.epilogue.merge_scalars import MergeNote, merge_launches
 from sarek_py.fusion.epilogue.sequence import Decision, fuse_launches
 from sarek_py.fusion.policy import Target
 from sarek_py.ir.host.launch import UNBOUND, Launch
@@ -52,6 +56,8 @@ class Plan:
     templates: tuple[Launch, ...]
     slots: tuple[tuple[Slot, ...], ...]
     decisions: tuple[Decision, ...]
+    #: the scalar parameters made one (FE-97)
+    merged: tuple[MergeNote, ...] = ()
 
 
 @attrs.define
@@ -97,6 +103,40 @@ def _may_overlap(a: Any, b: Any, ea: tuple[int, int] | None,
     return overlap(a, b)
 
 
+def _interface_address(a: np.ndarray[Any, Any]) -> int:
+    return int(a.__array_interface__["data"][0])
+
+
+def _struct_address(a: np.ndarray[Any, Any]) -> int:
+    """The ``data`` field of the array object itself: numpy's ``PyArrayObject`` starts
+    with ``PyObject_HEAD`` and then ``char *data`` (its public C layout since numpy 1.7,
+    numpy 2 included); read in a quarter of ``__array_interface__``'s time."""
+    return _VOIDP(id(a) + _HEAD).value or 0
+
+
+def _address_reader() -> Any:
+    """:func:`_struct_address` where it reads what ``__array_interface__`` says for every
+    kind of array checked here (CPython, the usual object layout), else
+    :func:`_interface_address`."""
+    if sys.implementation.name != "cpython":
+        return _interface_address
+    base = np.arange(24, dtype=np.float64)
+    probes: list[np.ndarray[Any, Any]] = [
+        base, base[5:], base[::-3], base.reshape(4, 6)[1:, ::2], base[:0],
+        np.empty(0, np.int8), np.zeros((3, 0), np.float32), base.view(np.int32)[7:]]
+    try:
+        same = all(_struct_address(a) == _interface_address(a) for a in probes)
+    except (ValueError, OSError):  # pragma: no cover - no such layout here
+        same = False
+    return _struct_address if same else _interface_address
+
+
+_VOIDP = ctypes.c_void_p.from_address
+_HEAD = object.__basicsize__  # sizeof(PyObject): where PyArrayObject's data field is
+#: the start of a numpy array's memory (only for arrays of type ``np.ndarray`` itself)
+data_address: Any = _address_reader()
+
+
 def plan_key(launches: Sequence[Launch], backend: str, target: Target, force: bool,
              extra: Hashable = ()) -> Hashable | None:
     """Everything :func:`fuse_launches` may read of ``launches`` (FE-80), or ``None`` when
@@ -108,20 +148,30 @@ def plan_key(launches: Sequence[Launch], backend: str, target: Target, force: bo
     #: the part of each array object seen in this call (the launches hold the objects,
     #: so their ids are theirs while this runs)
     seen: dict[int, Hashable] = {}
+    #: the number of each value-only scalar object of this run (FE-94)
+    scalars: dict[int, int] = {}
+    ndarray, generic = np.ndarray, np.generic
     for lc in launches:
         parts.append((id(lc.kernel), lc.thread_count, lc.block_size, lc.grid,
                       lc.block_shape, lc.shared))
+        free = value_only_params(lc.kernel)
+        j = -1
         for a in lc.args:
-            if isinstance(a, np.generic):
-                parts.append((type(a), a.tobytes()))
-                continue
+            j += 1
             part = seen.get(id(a))
             if part is not None:
                 parts.append(part)
                 continue
-            if isinstance(a, np.ndarray):
-                start = a.__array_interface__["data"][0]
-                shape, strides, dt = a.shape, a.strides, a.dtype.str
+            if isinstance(a, generic):
+                if j in free:  # its type and which object it is, not its value (FE-93)
+                    parts.append(("v", type(a), scalars.setdefault(id(a), len(scalars))))
+                else:
+                    parts.append((type(a), a.tobytes()))
+                continue
+            if isinstance(a, ndarray):
+                start: int = (data_address(a) if type(a) is ndarray
+                              else _interface_address(cast(np.ndarray[Any, Any], a)))
+                shape, strides, dt = a.shape, a.strides, a.dtype
                 bk: Hashable = ("array", start, shape, strides, dt)
                 n = buffers.get(bk)
                 if n is None:
@@ -155,17 +205,28 @@ def plan_key(launches: Sequence[Launch], backend: str, target: Target, force: bo
     return tuple(parts)
 
 
-def _slots(recorded: Sequence[Launch], out: Launch) -> tuple[Slot, ...] | None:
-    """Where each array argument of ``out`` comes from in ``recorded`` (by identity);
-    ``None`` when one comes from nowhere (then the plan is not kept)."""
+def _movable(recorded: Sequence[Launch]) -> set[int]:
+    """The ids of the value-only scalar arguments of ``recorded`` (FE-93): the key holds
+    their types, not their values, so the plan takes them from each run like arrays."""
+    return {id(a) for lc in recorded for j in value_only_params(lc.kernel)
+            if j < len(lc.args) and isinstance(a := lc.args[j], np.generic)}
+
+
+def _slots(recorded: Sequence[Launch], out: Launch, movable: set[int]
+           ) -> tuple[Slot, ...] | None:
+    """Where each array argument of ``out``, and each value-only scalar one, comes from in
+    ``recorded`` (by identity); ``None`` when one comes from nowhere (then the plan is not
+    kept)."""
     where: dict[int, tuple[int, int]] = {}
     for i, lc in enumerate(recorded):
         for j, a in enumerate(lc.args):
-            if not isinstance(a, np.generic | bool | int | float):
+            if not isinstance(a, bool | int | float) and (
+                    not isinstance(a, np.generic) or id(a) in movable):
                 where.setdefault(id(a), (i, j))
     slots: list[Slot] = []
     for a in out.args:
-        if isinstance(a, np.generic | bool | int | float) or a is UNBOUND:
+        if (isinstance(a, np.generic) and id(a) not in movable) or a is UNBOUND or \
+                isinstance(a, bool | int | float):
             slots.append(None)
             continue
         slot = where.get(id(a))
@@ -176,45 +237,76 @@ def _slots(recorded: Sequence[Launch], out: Launch) -> tuple[Slot, ...] | None:
 
 
 def _make_plan(recorded: Sequence[Launch], launches: Sequence[Launch],
-               decisions: Sequence[Decision]) -> Plan | None:
+               decisions: Sequence[Decision], merged: Sequence[MergeNote] = ()
+               ) -> Plan | None:
+    movable = _movable(recorded)
     slots = []
     templates = []
     for lc in launches:
-        s = _slots(recorded, lc)
+        s = _slots(recorded, lc, movable)
         if s is None or lc.scratch:
             return None
         slots.append(s)
         templates.append(attrs.evolve(lc, args=tuple(
             UNBOUND if slot is not None else a for a, slot in zip(lc.args, s, strict=True))))
+    # a value-only scalar the plan does not pass on as it is (a value fusion made from it)
+    # would be kept from this run: such a plan is not kept (FE-93)
+    passed = {id(a) for lc in launches for a in lc.args}
+    if not movable <= passed:
+        return None
     return Plan(tuple(lc.kernel for lc in recorded), tuple(templates), tuple(slots),
-                tuple(decisions))
+                tuple(decisions), tuple(merged))
 
 
 def _rebind(plan: Plan, recorded: Sequence[Launch]) -> list[Launch]:
     """The plan's launches with this run's arrays (FE-81)."""
     out = []
     for tmpl, slots in zip(plan.templates, plan.slots, strict=True):
-        args = tuple(a if s is None else recorded[s[0]].args[s[1]]
-                     for a, s in zip(tmpl.args, slots, strict=True))
-        out.append(attrs.evolve(tmpl, args=args))
+        args = tuple([a if s is None else recorded[s[0]].args[s[1]]
+                      for a, s in zip(tmpl.args, slots, strict=True)])
+        if not _DIRECT:
+            out.append(attrs.evolve(tmpl, args=args))
+            continue
+        out.append(Launch(tmpl.kernel, tmpl.thread_count, tmpl.block_size, args,
+                          tmpl.scratch, tmpl.stop_status, tmpl.stop_replay, tmpl.overwritten,
+                          tmpl.overwritten_if, tmpl.grid, tmpl.block_shape,
+                          shared=tmpl.shared, loc=tmpl.loc))
     return out
 
 
+#: the fields :func:`_rebind` copies by name (half the time of ``attrs.evolve``); a
+#: launch record with other fields is rebound by ``attrs.evolve``
+_DIRECT = tuple(f.name for f in attrs.fields(Launch)) == (
+    "kernel", "thread_count", "block_size", "args", "scratch", "stop_status",
+    "stop_replay", "overwritten", "overwritten_if", "grid", "block_shape", "shared", "loc")
+
+
 def cached_fuse(launches: Sequence[Launch], *, backend: str, target: Target,
-                force: bool = False, extra: Hashable = ()
+                force: bool = False, extra: Hashable = (),
+                merged: list[MergeNote] | None = None
                 ) -> tuple[list[Launch], list[Decision]]:
     """:func:`fuse_launches` of ``launches`` for ``target``, the plan found again when a
     run with the same key was planned before (FE-80, FE-81); ``extra`` is whatever else
-    the caller's plan depends on."""
-    key = plan_key(launches, backend, target, force, extra)
+    the caller's plan depends on. With a list ``merged``, the scalar parameters of a
+    fused launch bound to one value are made one (FE-97) and what was merged is appended
+    to it; only scalars the key holds by value are merged, so a plan is found again only
+    when the same ones are equal again (FE-98)."""
+    key = plan_key(launches, backend, target, force, (extra, merged is not None))
     if key is not None:
         plan = _PLANS.get(key)
         if plan is not None and len(plan.kernels) == len(launches) and all(
                 k is lc.kernel for k, lc in zip(plan.kernels, launches, strict=True)):
             STATS.hits += 1
+            if merged is not None:
+                merged.extend(plan.merged)
             return _rebind(plan, launches), list(plan.decisions)
     out, decisions = fuse_launches(launches, target=target, force=force)
-    plan = None if key is None else _make_plan(launches, out, decisions)
+    notes: list[MergeNote] = []
+    if merged is not None:  # FE-98: never a value-only scalar (its key is its type)
+        movable = _movable(launches)
+        out, notes = merge_launches(out, lambda a: id(a) not in movable)
+        merged.extend(notes)
+    plan = None if key is None else _make_plan(launches, out, decisions, notes)
     if plan is None:
         STATS.uncached += 1
     else:

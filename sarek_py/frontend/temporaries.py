@@ -76,6 +76,12 @@ def _caller_name(depth: int) -> tuple[str | None, str]:
     info = inspect.getframeinfo(frame, context=1)
     where = f"{info.filename.rsplit('/', 1)[-1]}:{info.lineno}"
     line = info.code_context[0] if info.code_context else ""
+    pos = info.positions
+    col = pos.col_offset if pos is not None and pos.lineno == info.lineno else None
+    if col is not None:  # the statement of this call: ``t = …; u = p.empty(…)`` names u
+        line = line[line.rfind(";", 0, col) + 1:]
+    elif line.count("empty") > 1:
+        return None, where  # which of the calls on the line this is is not known
     m = _ASSIGNED.search(line)
     return (m.group(1) if m else None), where
 
@@ -290,6 +296,9 @@ class Temporaries:
         run, each fused launch without the stores of the temporaries nobody can see
         (FE-71); every temporary still bound replaced by its device array (allocated now,
         FE-70)."""
+        if not self.items and not any(isinstance(a, Temporary)
+                                      for lc in launches for a in lc.args):
+            return list(launches)  # no temporary here: nothing to drop or allocate (FE-82)
         mine = {t.serial: t for t in self.items}
         where: dict[int, list[tuple[int, int]]] = {}
         for i, lc in enumerate(launches):

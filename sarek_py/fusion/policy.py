@@ -16,7 +16,8 @@ import attrs
 from sarek_py.fusion.refusal import FusionRefused
 
 #: how each backend is built by sarek_py: contraction off everywhere
-KNOWN_TARGETS = {"interp": False, "opencl": False, "cuda": False}
+KNOWN_TARGETS = {"interp": False, "opencl": False, "cuda": False,
+                 "c": False}  # cc -ffp-contract=off (NAT-13)
 
 
 @attrs.frozen

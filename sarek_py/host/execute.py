@@ -21,6 +21,7 @@ from sarek_py.ir.host.launch import HostStmt, Launch, Sync, check_launch
 from sarek_py.ir.nodes import Ref
 from sarek_py.ir.requires_check import RangeRefused
 from sarek_py.runtime.base import Backend, LaunchError, Pending
+from sarek_py.runtime.fused_errors import in_user_terms
 
 
 class ProgramStopped(SarekError):
@@ -90,16 +91,30 @@ class HostRun:
                                          grid=grid_n, block_shape=block_n, shared=shared)
         except FusionRefused as refusal:  # a fused kernel's launch conditions (LEG-14)
             refusal.loc = refusal.loc or node.loc
+            in_user_terms(refusal, (k,), args)
             raise
         except RangeRefused as refusal:  # conditions over the arguments: here (LCH-25)
             refusal.loc = node.loc or refusal.loc
+            in_user_terms(refusal, (k,), args)
             raise
         except LaunchError as err:  # a launch the backend refuses (LCH-21, LCH-27): here
             err.loc = err.loc or node.loc
+            in_user_terms(err, (k,), args)
+            raise
+        except SarekError as err:  # a fused kernel's error in the user's names (FE-90)
+            in_user_terms(err, (k,), args)
             raise
         self.pending.append((node, pending))
 
     def sync(self, node: Sync | None = None) -> None:
+        kernels = [lc.kernel for lc, _ in self.pending]
+        try:
+            self._sync()
+        except SarekError as err:  # a fused kernel's fault or stop in the user's names
+            in_user_terms(err, kernels)  # (FE-90)
+            raise
+
+    def _sync(self) -> None:
         self.backend.sync()
         done, self.pending = self.pending, []
         for launch, pending in done:

@@ -26,6 +26,7 @@ from sarek_py.host.parfor import parfor_kernel
 from sarek_py.host.residency import Residency, StopRequest
 from sarek_py.ir import interp_ops
 from sarek_py.ir.alloc import check_bytes
+from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.host.launch import Launch, Sync
 from sarek_py.ir.host.program import (
     Allocate,
@@ -74,6 +75,7 @@ from sarek_py.ir.requires_check import RangeRefused
 from sarek_py.ir.types import ArrayType
 from sarek_py.ir.visit import iter_nodes
 from sarek_py.runtime.base import Backend
+from sarek_py.runtime.fused_errors import in_user_terms
 
 
 @attrs.frozen(eq=False)
@@ -192,6 +194,13 @@ class HostInterp:
     def run(self, preset: Mapping[str, Any] | None = None) -> HostResult:
         """Run the program; ``preset`` gives initial values to declared variables by name
         (an array value is copied)."""
+        try:
+            return self._run(preset)
+        except SarekError as err:  # a fused kernel's error in the user's names (FE-90)
+            in_user_terms(err, self.program.kernels)
+            raise
+
+    def _run(self, preset: Mapping[str, Any] | None) -> HostResult:
         check_program_once(self.program)
         frame = self.globals
         self._declare(self.program.decls, frame)

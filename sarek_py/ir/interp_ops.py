@@ -240,6 +240,12 @@ def math(name: str, args: list[Val]) -> Val:
 def _zero_signed(r: Any, a: Any, b: Any, low: bool) -> Any:
     """``fmin``/``fmax`` with ``-0.0`` below ``+0.0`` (IR-8, CG-40): where the operands are
     equal the one whose sign says so (``a == b`` holds for two zeros of either sign)."""
+    # NAT-42: a NaN operand, quiet or signalling, yields the other one (numpy's scalar
+    # fmin, glibc's, gives a NaN for a signalling NaN where its vector loop does not)
+    nan_a, nan_b = np.isnan(a), np.isnan(b)
+    if np.any(nan_a) or np.any(nan_b):
+        r = np.where(nan_a, b, np.where(nan_b, a, r)).astype(r.dtype, copy=False)
+        r = r[()] if np.ndim(r) == 0 else r
     eq = a == b
     if not np.any(eq):
         return r

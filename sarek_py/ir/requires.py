@@ -47,13 +47,25 @@ class FusionStep:
     #: ``array`` is no longer a parameter; each launch proves the step again with a ghost
     #: array stored where the dropped stores were (``fused(P, C, dead p_t, ep_tc)``)
     dead: bool = attrs.field(default=False, kw_only=True)
+    #: the prefix of the fusion's own names of this step (``p_`` of ``p_ep_t``), given
+    #: when ``count`` is not named ``<prefix>ep_tc``: a pipeline made the count one
+    #: parameter with the user's equal ``n`` (specs/frontend.md FE-97)
+    prefix: str | None = attrs.field(default=None, kw_only=True)
+
+    def own_prefix(self) -> str | None:
+        """The prefix of the step's own names (``ep_t``, ``ep_v``, ``ep_tc``), ``None``
+        when it is not known (a hand-written record)."""
+        if self.prefix is not None:
+            return self.prefix
+        return self.count[: -len("ep_tc")] if self.count.endswith("ep_tc") else None
 
     def renamed(self, prefix: str) -> FusionStep:
         """The step seen from a kernel that renamed every parameter with ``prefix``."""
         th = None if self.threads is None else tuple(
             prefix + t if isinstance(t, str) else t for t in self.threads)
         return FusionStep(self.producer, self.consumer, prefix + self.array,
-                          prefix + self.count, th, dead=self.dead)  # type: ignore[arg-type]
+                          prefix + self.count, th, dead=self.dead,  # type: ignore[arg-type]
+                          prefix=None if self.prefix is None else prefix + self.prefix)
 
 
 @attrs.frozen

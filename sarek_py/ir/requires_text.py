@@ -29,7 +29,8 @@ def format_requires(req: FusionRequires | None, ranges: Sequence[str] = ()) -> s
         if isinstance(s, ThreadStep):
             items.append(f"threadwise({s.producer}, {s.consumer}, {s.dims})")
             continue
-        fields = [s.producer, s.consumer, ("dead " if s.dead else "") + s.array, s.count]
+        own = f" as {s.prefix}ep_tc" if s.prefix is not None else ""  # FE-97's merged count
+        fields = [s.producer, s.consumer, ("dead " if s.dead else "") + s.array, s.count + own]
         if s.threads is not None:
             fields += [str(t) for t in s.threads]
         items.append(f"fused({', '.join(fields)})")
@@ -117,12 +118,21 @@ def parse_requires(p: Any, params: tuple[Any, ...], condition: Callable[[], Expr
                 arr = param("array", "(the intermediate array)")
             p.expect(",", "after the intermediate array")
             cnt = param("int", "(the parameter of the consumer's thread count)")
+            prefix = None
+            if p.at(NAME) and p.peek().text == "as":  # a count merged with another (FE-97)
+                p.advance()
+                tok = p.expect_name("(the step's own name ending in ep_tc)")
+                if not tok.text.endswith("ep_tc"):
+                    raise p.error(f"'{tok.text}' after 'as' must end in ep_tc (the name of "
+                                  "the step's own thread count)", tok)
+                prefix = str(tok.text)[: -len("ep_tc")]
             threads: tuple[Count, Count] | None = None
             if p.accept(","):
                 tp = count()
                 p.expect(",", "between the two thread counts")
                 threads = (tp, count())
-            steps.append(FusionStep(prod, cons, arr, cnt, threads, dead=dead))
+            steps.append(FusionStep(prod, cons, arr, cnt, threads, dead=dead,
+                                    prefix=prefix))
         else:
             same_word = same_word or word
             group = [param("array", "(a parameter bound to the same buffer)")]

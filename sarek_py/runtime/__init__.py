@@ -1,7 +1,10 @@
-"""Runtimes behind one interface: ``interp``, ``opencl``, ``cuda`` (specs/launch.md).
+"""Runtimes behind one interface: ``interp``, ``opencl``, ``cuda``, ``c`` (specs/launch.md,
+specs/native.md).
 
 ``get_backend(name)`` gives the (process-wide) backend of that name; ``"default"`` is cuda
-where a GPU is usable, else opencl, else the interpreter (LCH-15). A backend that cannot
+where a GPU is usable, else the c backend for the kernels it runs with the next backend for
+the others (:mod:`sarek_py.runtime.auto`, NAT-25), else opencl, else the interpreter
+(LCH-15). A backend that cannot
 run here raises :class:`~sarek_py.ir.diagnostics.BackendUnavailable` with one sentence
 saying why.
 """
@@ -20,7 +23,10 @@ from sarek_py.runtime.base import (
     TransferStats,
 )
 
-BACKENDS = ("cuda", "opencl", "interp")
+BACKENDS = ("cuda", "c", "opencl", "interp")
+#: what ``"default"`` tries, in order (LCH-15, NAT-25); ``auto``: the c backend sending the
+#: kernels it refuses to the next backend
+DEFAULT_ORDER = ("cuda", "auto", "opencl", "interp")
 
 _instances: dict[str, Backend] = {}
 _LOCK = threading.RLock()
@@ -36,22 +42,35 @@ def _make(name: str) -> Backend:
         from sarek_py.runtime.opencl import OpenCLBackend
 
         return OpenCLBackend()
+    if name == "c":
+        from sarek_py.runtime.native import CBackend
+
+        return CBackend()
+    if name == "auto":
+        from sarek_py.runtime.auto import AutoCBackend
+
+        return AutoCBackend()
     from sarek_py.runtime.cuda import CudaBackend
 
     return CudaBackend()
 
 
 def get_backend(name: str = "default") -> Backend:
-    """The backend called ``name`` (``cuda``, ``opencl``, ``interp`` or ``default``)."""
+    """The backend called ``name`` (``cuda``, ``c``, ``opencl``, ``interp`` or
+    ``default``)."""
     if name == "default":
-        for n in BACKENDS:
+        for n in DEFAULT_ORDER:
             try:
-                return get_backend(n)
+                return _get(n)
             except BackendUnavailable:
                 continue
         raise AssertionError("the interpreter is always available")
     if name not in BACKENDS:
         raise LaunchError(f"unknown backend {name!r} (choose one of {', '.join(BACKENDS)})")
+    return _get(name)
+
+
+def _get(name: str) -> Backend:
     found = _instances.get(name)
     if found is not None:
         return found

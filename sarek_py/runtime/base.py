@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sarek_py.ir.diagnostics import LaunchError as LaunchError
+from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.dynamic_shared import dynamic_extent
 from sarek_py.ir.effects import kernel_may_stop, kernel_writes
 from sarek_py.ir.launch_axes import check_launch_axes
@@ -50,7 +51,8 @@ class TransferStats:
     bytes allocated, launches made; and what it has prepared (LCH-17): kernel sources
     emitted and programs built (loaded) for launches. ``bytes_mapped`` counts the bytes of
     numpy arrays a launch used in place, in memory the device shares with the host: no
-    copy in or out (LCH-67)."""
+    copy in or out (LCH-67). ``launches_proved`` counts the launches that ran the unchecked
+    build because they were proved in bounds (CG-72)."""
 
     bytes_in: int = 0
     bytes_out: int = 0
@@ -61,10 +63,11 @@ class TransferStats:
     emits: int = 0
     builds: int = 0
     bytes_mapped: int = 0
+    launches_proved: int = 0
 
     def reset(self) -> None:
         self.bytes_in = self.bytes_out = self.bytes_discarded = self.bytes_zeroed = 0
-        self.bytes_mapped = 0
+        self.bytes_mapped = self.launches_proved = 0
         self.bytes_allocated = self.launches = self.emits = self.builds = 0
 
 
@@ -108,7 +111,7 @@ class DeviceArrayBase(abc.ABC):
 
     @property
     def backend(self) -> str:
-        """The name of the backend (``interp``, ``opencl``, ``cuda``)."""
+        """The name of the backend (``interp``, ``opencl``, ``cuda``, ``c``)."""
         return self.runtime.name
 
     @property
@@ -247,6 +250,9 @@ class Backend(abc.ABC):
         self.poison = True
         #: bounds-check every device access (CG-22); False is the benchmarks' opt-out
         self.checked = True
+        #: run the unchecked build of a launch proved in bounds (CG-72); False keeps the
+        #: checked build for every launch (tests and benchmarks compare the two)
+        self.prove_launches = True
 
     def device_limits(self) -> DeviceLimits | None:
         """The device's launch limits (LCH-21); ``None`` where the backend knows none."""
@@ -284,6 +290,24 @@ class Backend(abc.ABC):
         """Start the threads; ``shape`` is the grid and block of a launch given in
         several dimensions (LCH-27), ``None`` for ``threads`` in blocks of ``block``;
         ``shared`` the extent in elements of the kernel's dynamic shared array (LCH-50)."""
+
+    def launch_checked(self, kernel: Kernel, args: Mapping[str, DeviceBuffer | np.generic],
+                       threads: int, block: int, shape: LaunchShape | None = None,
+                       shared: int | None = None) -> bool:
+        """Whether this launch runs the kernel's checked build (CG-22, CG-72): checks are on
+        and the launch is not proved in bounds from its own arguments and shape (CG-70).
+        A backend's ``_launch`` asks this for its build; a proved launch is counted in
+        ``stats.launches_proved`` and needs no fault buffer."""
+        if not self.checked:
+            return False
+        if not self.prove_launches:
+            return True
+        from sarek_py.runtime.launch_proof import proved_in_bounds
+
+        if proved_in_bounds(kernel, args, threads, block, shape, shared):
+            self.stats.launches_proved += 1
+            return False
+        return True
 
     def launch_shape(self, kernel: Kernel, threads: int, block: int, grid: Any,
                      block_shape: Any, shared: int | None = None
@@ -335,6 +359,11 @@ class Backend(abc.ABC):
         LCH-74); an ``AttributeError`` saying so where this backend has none."""
         raise AttributeError(f"a device array of the {self.name} backend has no {name}")
 
+    def shares_arrays(self, other: Backend) -> bool:
+        """Whether a device array of the backend object ``other`` (not this one) is one
+        of this backend's too (NAT-43: ``c`` and the default that picks ``c``). No here."""
+        return False
+
     def acquire(self, array: DeviceArrayBase) -> None:
         """Before a launch reads ``array``: wait for work on it that this backend's own
         queue does not order (a foreign array's queue, LCH-70). Nothing here."""
@@ -344,7 +373,7 @@ class Backend(abc.ABC):
                     seen: dict[Hashable, DeviceArrayBase]) -> DeviceBuffer:
         """The buffer of the device array ``v`` passed for ``name``: on this backend
         (LCH-63), the same buffer twice bound once, a partial overlap refused (LCH-64)."""
-        if v.runtime is not self:
+        if v.runtime is not self and not self.shares_arrays(v.runtime):
             other = (f"the {v.backend} backend" if v.backend != self.name
                      else f"another {v.backend} backend object")
             raise LaunchError(
@@ -449,10 +478,17 @@ class Backend(abc.ABC):
         """Run ``kernel`` once, with the interpreter's semantics: arrays are copied in, the
         arrays the kernel may store are copied back into the caller's arrays (start, sync,
         finish). The keywords are those of :meth:`start`."""
-        pending = self.start(kernel, args, threads, block, check_races=check_races,
-                             overwritten=overwritten, scratch=scratch, read_back=read_back,
-                             grid=grid, block_shape=block_shape, shared=shared)
-        self.sync()
+        try:
+            pending = self.start(kernel, args, threads, block, check_races=check_races,
+                                 overwritten=overwritten, scratch=scratch,
+                                 read_back=read_back, grid=grid, block_shape=block_shape,
+                                 shared=shared)
+            self.sync()
+        except SarekError as err:  # a fused kernel's error in the user's names (FE-90)
+            if kernel.requires is not None:
+                from sarek_py.runtime.fused_errors import in_user_terms
+                in_user_terms(err, (kernel,), args)
+            raise
         return self.finish(pending)
 
     def start(

@@ -139,11 +139,15 @@ class CudaBackend(Backend):
     def device_name(self) -> str:
         return f"{self.device.name()} ({self.arch})"
 
-    def compiled(self, kernel: Kernel) -> tuple[Emitted, Any, ArgPlan]:
+    def compiled(self, kernel: Kernel, checked: bool | None = None
+                 ) -> tuple[Emitted, Any, ArgPlan]:
         """The emitted source and ABI of ``kernel``, its loaded function and its argument
         plan, made at the first launch of this kernel object (LCH-17); one module per
-        distinct source."""
-        return (self._checked if self.checked else self._unchecked).get(kernel)
+        distinct source; the checked build (CG-22) when ``checked`` (default:
+        :attr:`checked`)."""
+        if checked is None:
+            checked = self.checked
+        return (self._checked if checked else self._unchecked).get(kernel)
 
     def _compile(self, kernel: Kernel, checked: bool) -> tuple[Emitted, Any, ArgPlan]:
         em = emit(kernel, CUDA, checked=checked)
@@ -173,7 +177,8 @@ class CudaBackend(Backend):
                 threads: int, block: int, status: DeviceBuffer | None,
                 check_races: bool, shape: LaunchShape | None = None,
                 shared: int | None = None) -> None:
-        em, fn, plan = self.compiled(kernel)
+        em, fn, plan = self.compiled(
+            kernel, self.launch_checked(kernel, args, threads, block, shape, shared))  # CG-72
         fault = self.faults.arm(kernel.name, em.abi)
         try:
             values = plan.values(args, threads, status, _handle, fault, shared)

@@ -184,11 +184,15 @@ class OpenCLBackend(Backend):
             self.stats.builds += 1
         return prg
 
-    def compiled(self, kernel: Kernel) -> tuple[Emitted, Any, ArgPlan]:
+    def compiled(self, kernel: Kernel, checked: bool | None = None
+                 ) -> tuple[Emitted, Any, ArgPlan]:
         """The emitted source and ABI of ``kernel``, its ``cl.Kernel`` (scalar argument
         types declared, so binding the arguments is a packing, not a type inquiry) and its
-        argument plan, made at the first launch of this kernel object (LCH-17)."""
-        return (self._checked if self.checked else self._unchecked).get(kernel)
+        argument plan, made at the first launch of this kernel object (LCH-17); the checked
+        build (CG-22) when ``checked`` (default: :attr:`checked`)."""
+        if checked is None:
+            checked = self.checked
+        return (self._checked if checked else self._unchecked).get(kernel)
 
     def _compile(self, kernel: Kernel, checked: bool) -> tuple[Emitted, Any, ArgPlan]:
         em = emit(kernel, OPENCL, checked=checked)
@@ -236,7 +240,8 @@ class OpenCLBackend(Backend):
                 threads: int, block: int, status: DeviceBuffer | None,
                 check_races: bool, shape: LaunchShape | None = None,
                 shared: int | None = None) -> None:
-        em, k, plan = self.compiled(kernel)
+        em, k, plan = self.compiled(
+            kernel, self.launch_checked(kernel, args, threads, block, shape, shared))  # CG-72
         self._check_built(kernel, em, k, block)
         fault = self.faults.arm(kernel.name, em.abi)
         try:

@@ -60,7 +60,7 @@ def producer_part(kernel: Kernel, step: FusionStep) -> Kernel:
     stored at ``ep_t`` where each inserted body was, which is where each dropped store
     was (``let ep_t = e in let ep_v = v in if ep_t < ep_tc …``): the stores the proof
     counts are the dropped ones."""
-    prefix = step.count[: -len("ep_tc")] if step.count.endswith("ep_tc") else None
+    prefix = step.own_prefix()
     tmp = None if prefix is None else prefix + "ep_t"
     ghost = _ghost(kernel, step)
 
@@ -96,7 +96,7 @@ def _inserted(kernel: Kernel, step: FusionStep) -> tuple[Var, Stmt] | None:
     """The consumer body ``step`` inserted in ``kernel`` (``if ep_t < ep_tc then (let
     c_i = ep_t in body)``, EF-8) with its index ``c_i``, when every insertion is the same;
     ``None`` otherwise (then every element of ``[0, ep_tc)`` must be stored: LEG-18)."""
-    prefix = step.count[: -len("ep_tc")] if step.count.endswith("ep_tc") else None
+    prefix = step.own_prefix()
     if prefix is None:
         return None
     tmp = prefix + "ep_t"

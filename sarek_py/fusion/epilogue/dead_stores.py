@@ -173,7 +173,8 @@ def _forward(k: Kernel, array: Var, step: FusionStep, next_id: int
     """``k``'s body with the stored value kept in ``ep_v`` at each inserted consumer of
     ``step`` whose body does not write ``array`` (EF-31), the ids of the ``ep_v``s made,
     the next free id, and why some site was not forwarded."""
-    prefix = step.count[: -len("ep_tc")]
+    own = step.own_prefix()  # given when FE-97 merged the count (specs/frontend.md)
+    prefix = step.count[: -len("ep_tc")] if own is None else own
     tmp, made, why = prefix + "ep_t", [], None
     nid = next_id
 

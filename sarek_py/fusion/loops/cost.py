@@ -1,10 +1,17 @@
-"""The cost model of producer-consumer fusion (specs/loop-fusion.md, LF-13).
+"""The cost model of producer-consumer fusion (specs/loop-fusion.md, LF-13, LF-60..LF-69).
 
-An element of an intermediate array is computed by every fused iteration that reads it.
-The fusion is made when that extra arithmetic -- the producer's expression, with the
-bodies of the helper functions it calls, times the consumer's reads beyond the first -- is
-at most ``threshold`` operations (default 64, the order of a GPU's ratio of arithmetic to
-memory throughput) per byte of memory traffic removed (a store and a load per element).
+Two rules decide whether a proved fusion is made:
+
+* the prediction (LF-62): with a backend named (``opt --backend``, default the default
+  backend) that has a row in the cost table (:mod:`~sarek_py.fusion.loops.cost_table`,
+  measured by ``benchmarks/calibrate.py``), the fused loop's predicted time
+  (:mod:`~sarek_py.fusion.loops.predict`) must be below the producer's and the consumer's
+  unfused; :class:`Prediction` holds both;
+* the threshold (LF-13): without a backend, with a backend the table has no row for
+  (said: "uncalibrated"), or when the user gives ``--fusion-threshold`` (LF-63), the
+  extra operations -- the producer's expression, with the bodies of the helper functions
+  it calls, times the consumer's reads beyond the first -- must be at most ``threshold``
+  (default 64) per byte of memory traffic removed (a store and a load per element).
 """
 
 from __future__ import annotations
@@ -69,28 +76,103 @@ class CostItem:
 
 
 @attrs.frozen
+class Prediction:
+    """The predicted time of one host iteration of the pair on ``backend`` (LF-62): per
+    point of the consumer's domain (ns) and in launches; ``points`` is the domain's size
+    when the bounds are literals or declared values no statement changes (then the totals
+    decide), else None (the per-point times decide: the limit of a large domain)."""
+
+    backend: str
+    fused_ns: float
+    unfused_ns: float
+    fused_launches: int
+    unfused_launches: int
+    launch_ns: float
+    points: int | None = None
+
+    def total(self, fused: bool) -> float:
+        """ns per host iteration when ``points`` is known, else ns per point."""
+        if self.points is None:
+            return self.fused_ns if fused else self.unfused_ns
+        n = self.fused_launches if fused else self.unfused_launches
+        return n * self.launch_ns + self.points * (self.fused_ns if fused else self.unfused_ns)
+
+    @property
+    def faster(self) -> bool:
+        return self.total(True) < self.total(False)
+
+    @property
+    def ratio(self) -> float:
+        u = self.total(False)
+        return self.total(True) / u if u > 0 else float("inf")
+
+    def __str__(self) -> str:
+        if self.points is None:
+            what = (f"fused {self.fused_ns:.3g} ns per point against {self.unfused_ns:.3g} "
+                    f"ns unfused")
+        else:
+            what = (f"fused {self.total(True) / 1e3:.4g} µs against "
+                    f"{self.total(False) / 1e3:.4g} µs unfused per iteration of "
+                    f"{self.points} points")
+        launches = "launch" if self.fused_launches == 1 else "launches"
+        return (f"predicted on {self.backend}: {what} ({self.ratio:.2f}x; "
+                f"{self.fused_launches} {launches} against {self.unfused_launches})")
+
+
+@attrs.frozen
 class CostDecision:
-    """Whether the fusion pays: extra operations against bytes removed, per element."""
+    """Whether the fusion pays: the prediction on the backend when there is one and the
+    user gave no threshold (LF-62), else extra operations against bytes removed, per
+    element (LF-13); ``uncalibrated`` names a backend the cost table has no row for
+    (LF-64)."""
 
     extra_ops: int
     bytes_removed: int
     threshold: float
+    prediction: Prediction | None = None
+    uncalibrated: str | None = None
+    threshold_given: bool = True
 
     @property
     def ratio(self) -> float:
         return self.extra_ops / self.bytes_removed if self.bytes_removed else float("inf")
 
     @property
+    def by_prediction(self) -> bool:
+        return self.prediction is not None and not self.threshold_given
+
+    @property
     def pays(self) -> bool:
+        if self.prediction is not None and not self.threshold_given:
+            return self.prediction.faster
         return self.extra_ops <= self.threshold * self.bytes_removed
 
+    def refusal(self) -> str:
+        """The LF-13 refusal's text (LF-65)."""
+        if self.prediction is not None and not self.threshold_given:
+            p = self.prediction
+            return (f"fusion does not pay: {p}; --fusion-threshold OPS decides by "
+                    "operations per byte instead")
+        return f"fusion does not pay: {self}"
+
     def __str__(self) -> str:
-        return (f"{self.extra_ops} extra operations for {self.bytes_removed} bytes removed "
-                f"({self.ratio:.2f} per byte, threshold {self.threshold:g})")
+        ops = (f"{self.extra_ops} extra operations for {self.bytes_removed} bytes removed "
+               f"({self.ratio:.2f} per byte, threshold {self.threshold:g})")
+        if self.prediction is not None:
+            if not self.threshold_given:
+                return str(self.prediction)
+            return f"{ops}, decided by --fusion-threshold; {self.prediction}"
+        if self.uncalibrated is not None:
+            return (f"{ops}; backend {self.uncalibrated} uncalibrated (no row in the cost "
+                    f"table: benchmarks/calibrate.py --backend {self.uncalibrated} --write), "
+                    "decided by the threshold")
+        return ops
 
 
-def decide(items: Iterable[CostItem], threshold: float = DEFAULT_THRESHOLD) -> CostDecision:
-    """The decision for all intermediate arrays of one fusion together (LF-13)."""
+def decide(items: Iterable[CostItem], threshold: float | None = None) -> CostDecision:
+    """The LF-13 decision for all intermediate arrays of one fusion together; ``None``:
+    the default threshold, not given by the user."""
     its = list(items)
     return CostDecision(sum(i.extra_ops for i in its), sum(i.bytes_removed for i in its),
-                        threshold)
+                        DEFAULT_THRESHOLD if threshold is None else threshold,
+                        threshold_given=threshold is not None)

@@ -52,12 +52,14 @@ from sarek_py.analysis.effects import (
 )
 from sarek_py.fusion.atomics import refusal as atomic_refusal
 from sarek_py.fusion.loops.boundary import describe_edges, edge_type_refusal, interior
-from sarek_py.fusion.loops.cost import DEFAULT_THRESHOLD, CostDecision, CostItem, decide, operations
+from sarek_py.fusion.loops.chains import ChainStep, chain_text, fallback_pairs, fold_chain
+from sarek_py.fusion.loops.cost import CostDecision, CostItem, decide, operations
 from sarek_py.fusion.loops.effects import Effects, effects, is_self_contained, unknown_effect
 from sarek_py.fusion.loops.inline import inline_stmt
 from sarek_py.fusion.loops.notes import describe_check
 from sarek_py.fusion.loops.pingpong import swap_refusal
 from sarek_py.fusion.loops.plan import Intermediate, Plan, conj_all
+from sarek_py.fusion.loops.predict import price
 from sarek_py.fusion.loops.rewrite import ProgramBuilder
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.host.program import (
@@ -106,11 +108,14 @@ from sarek_py.ir.visit import free_vars, iter_exprs, iter_nodes
 
 @attrs.frozen
 class FusionOptions:
-    """``threshold``: operations per byte removed (LF-13); ``swap``: ping-pong the renamed
-    arrays (specs/ping-pong.md)."""
+    """``threshold``: operations per byte removed (LF-13; None: the default, 64, not given
+    by the user: LF-63); ``swap``: ping-pong the renamed arrays (specs/ping-pong.md);
+    ``backend``: the backend whose cost table row predicts fused against unfused (LF-62;
+    None: no prediction, the threshold decides)."""
 
-    threshold: float = DEFAULT_THRESHOLD
+    threshold: float | None = None
     swap: bool = False
+    backend: str | None = None
 
 
 @attrs.frozen
@@ -126,6 +131,11 @@ class PairReport:
     #: whether the swap pass was asked for (LF-42: the note says, per renamed array,
     #: swapped, or copied back and why)
     swap_asked: bool = False
+    #: the loops of the whole chain a fused pair is a step of (LF-70), or, for a refused
+    #: pair, of the fused chain its consumer could not join (LF-73)
+    chain: tuple[ParFor, ...] = ()
+    #: on a second run, the fused loop whose last-iteration branch holds the pair (LF-72)
+    already: ParFor | None = None
 
     @property
     def fused(self) -> bool:
@@ -139,13 +149,23 @@ class PairReport:
                             for v in self.plan.renamed)
             chk = f"; {describe_check(self.plan.check)}" if self.plan.check is not None else ""
             chk += describe_edges(self.plan)
-            return f"{where}fused (intermediates {names}{extra}{chk}; {self.plan.cost})"
+            whole = (f"; one loop with the chain of loops at lines {chain_text(self.chain)} "
+                     "(LF-70)" if self.chain else "")
+            return (f"{where}fused (intermediates {names}{extra}{chk}; {self.plan.cost}"
+                    f"{whole})")
+        if self.already is not None:
+            at = self.already.loc.line if self.already.loc is not None else "?"
+            return (f"{where}already fused: the loops are the last-iteration branch of the "
+                    f"fused loop at line {at} (LF-72); nothing left to fuse")
         r = self.refusal
         if r is None:  # pragma: no cover - a report is fused or refused
             return f"{where}not fused"
         # the location once: the pair's, and the cause's when it is elsewhere (LF-19)
         at = f" (at {r.loc})" if r.loc is not None and r.loc != self.producer.loc else ""
-        return f"{where}not fused: [{r.rule}] {r.reason}{at}"
+        join = (f" (joining the consumer to the fused chain of loops at lines "
+                f"{chain_text(self.chain)}, LF-73; the pair alone would fuse)"
+                if self.chain else "")
+        return f"{where}not fused: [{r.rule}] {r.reason}{at}{join}"
 
     def _swap_text(self) -> str:
         """LF-42: what became of a renamed array: ping-ponged, or copied back and why."""
@@ -683,9 +703,10 @@ def _others(loop: HFor, inner: Sequence[HostStmt]) -> list[HostStmt]:
 
 def _chain(ctx: _Ctx, ancestors: Sequence[HostStmt], p: ParFor, c: ParFor,
            inter: tuple[Intermediate, ...], renamed: frozenset[Var],
-           c_writes: frozenset[Var]) -> tuple[HFor, ...]:
+           c_writes: frozenset[Var], absorbed: Sequence[ParFor] = ()) -> tuple[HFor, ...]:
     """LF-10..LF-12, LF-18: the enclosing do loops the fusion relies on, innermost
-    first."""
+    first. ``absorbed``: the original loops a fused consumer stands for (LF-70), not
+    other statements of the innermost loop."""
     mine = {i.array for i in inter}
     ptests = expr_vars(*(e for ix in p.indices for e in (ix.start, ix.stop)),
                        *(g for i in inter for g in i.guards))
@@ -699,7 +720,7 @@ def _chain(ctx: _Ctx, ancestors: Sequence[HostStmt], p: ParFor, c: ParFor,
         raise _refuse("LF-11", f"the producer's bounds or tests read '{bad}', which may "
                       "change through another name", p)
     chain: list[HFor] = []
-    inner: list[HostStmt] = [p, c]
+    inner: list[HostStmt] = [p, c, *absorbed]
     k = len(ancestors) - 1
     holder: HostStmt | None = ancestors[k] if k >= 0 else None
     if isinstance(holder, Block):
@@ -811,7 +832,7 @@ def _shared_in_loop(ctx: _Ctx, loop: HFor, eff: Effects, mine: set[Var],
 
 
 def _cost(ctx: _Ctx, body: Stmt, inter: tuple[Intermediate, ...],
-          threshold: float) -> CostDecision:
+          threshold: float | None) -> CostDecision:
     items = []
     for it in inter:
         reads = sum(1 for e in iter_exprs(body) if isinstance(e, Read) and e.array == it.array)
@@ -858,10 +879,11 @@ def _check_shared(ctx: _Ctx, p: ParFor, c: ParFor) -> None:
 
 def analyse_pair(program: Program, ancestors: Sequence[HostStmt], p: ParFor, c: ParFor,
                  options: FusionOptions = FusionOptions(),
-                 procedure: Procedure | None = None) -> Plan:
+                 procedure: Procedure | None = None, absorbed: Sequence[ParFor] = ()) -> Plan:
     """Prove the fusion of producer ``p`` and consumer ``c`` (adjacent, in that order, in
     the block ``ancestors[-1]`` of the program body, or of ``procedure``'s body) or raise
-    :class:`FusionRefused` (LF-1..LF-13, LF-17)."""
+    :class:`FusionRefused` (LF-1..LF-13, LF-17). ``c`` may be the fused loop of the rest of
+    a chain, standing for the original loops ``absorbed`` (LF-70)."""
     ctx = _scope(program, procedure)
     inter = producer_stores(p)
     mine = frozenset(i.array for i in inter)
@@ -879,13 +901,15 @@ def analyse_pair(program: Program, ancestors: Sequence[HostStmt], p: ParFor, c: 
         raise _refuse("LF-1", "the consumer reads no array the producer assigns", c)
     if renamed:
         _check_renamed(ctx, c, body, renamed)
-    chain = _chain(ctx, ancestors, p, c, inter, renamed, c_stores)
+    chain = _chain(ctx, ancestors, p, c, inter, renamed, c_stores, absorbed)
     check, edges, inside = _coverage(ctx, p, c, body, inter)
-    cost = _cost(ctx, body, inter, options.threshold)
-    if not cost.pays:
-        raise _refuse("LF-13", f"fusion does not pay: {cost}", p)
-    return Plan(p, c, inter, tuple(sorted(renamed, key=lambda v: v.name)), body, chain,
-                check, cost, edges, inside)
+    plan = Plan(p, c, inter, tuple(sorted(renamed, key=lambda v: v.name)), body, chain,
+                check, _cost(ctx, body, inter, options.threshold), edges, inside)
+    swapped = options.swap and bool(renamed) and swap_refusal(program, plan) is None
+    plan = price(plan, options.backend, ctx.helpers, swapped, program)  # LF-62
+    if not plan.cost.pays:
+        raise _refuse("LF-13", plan.cost.refusal(), p)
+    return plan
 
 
 # ------------------------------------------------------------------- program rewrite
@@ -900,24 +924,68 @@ class _Rewriter:
     procedure: Procedure | None = None
 
     def find(self, s: HostStmt, ancestors: list[HostStmt]) -> None:
+        if isinstance(s, HIf):
+            done = fallback_pairs(s, ancestors)
+            if done is not None:  # LF-72: a second run leaves fused output as it is
+                pairs, fused = done
+                self.reports += [PairReport(p, c, already=fused) for p, c in pairs]
+                return
         if isinstance(s, Block):
             k = 0
             while k + 1 < len(s.stmts):
                 p, c = s.stmts[k], s.stmts[k + 1]
                 if isinstance(p, ParFor) and isinstance(c, ParFor):
                     try:
-                        plan = analyse_pair(self.program, [*ancestors, s], p, c, self.options,
-                                            self.procedure)
+                        plan = self.analyse(s, ancestors, p, c, ())
                     except FusionRefused as exc:
                         self.reports.append(PairReport(p, c, refusal=exc))
                     else:
-                        self.reports.append(PairReport(p, c, plan=plan))
-                        self.plans.setdefault(id(s), []).append((k, plan))
-                        k += 2
+                        k = self.extend(s, ancestors, k, plan)
                         continue
                 k += 1
         for ch in host_children(s):
             self.find(ch, [*ancestors, s])
+
+
+    def analyse(self, s: Block, ancestors: list[HostStmt], p: ParFor, c: ParFor,
+                absorbed: Sequence[ParFor]) -> Plan:
+        return analyse_pair(self.program, [*ancestors, s], p, c, self.options,
+                            self.procedure, absorbed)
+
+    def extend(self, s: Block, ancestors: list[HostStmt], k: int, plan: Plan) -> int:
+        """LF-70: the pair at ``k`` fused; add the following parallel loops one at a time
+        while the whole chain fuses (each step an ordinary pair analysis); report each
+        pair once, in program order, and give the index after the chain."""
+        steps = [ChainStep(plan.producer, plan.consumer, plan)]
+        joined: PairReport | None = None
+        m = k + 2
+        while m < len(s.stmts) and isinstance(s.stmts[m], ParFor):
+            loops = [x for x in s.stmts[k:m + 1] if isinstance(x, ParFor)]
+            try:
+                plan, steps = fold_chain(
+                    lambda p, c, a: self.analyse(s, ancestors, p, c, a), loops)
+            except FusionRefused as exc:
+                joined = self.refused_join(s, ancestors, loops, exc)
+                break
+            m += 1
+        whole = plan.loops if len(plan.loops) > 2 else ()
+        self.reports += [PairReport(st.producer, st.consumer, plan=st.plan, chain=whole)
+                         for st in steps]
+        if joined is not None:
+            self.reports.append(joined)
+        self.plans.setdefault(id(s), []).append((k, plan))
+        return k + len(plan.loops)
+
+    def refused_join(self, s: Block, ancestors: list[HostStmt], loops: Sequence[ParFor],
+                     exc: FusionRefused) -> PairReport:
+        """LF-73: the pair joining the last loop to the chain, refused: with its own
+        rule when the pair alone is refused, else with the rule of the step that was."""
+        p, c = loops[-2], loops[-1]
+        try:
+            self.analyse(s, ancestors, p, c, ())
+        except FusionRefused as own:
+            return PairReport(p, c, refusal=own)
+        return PairReport(p, c, refusal=exc, chain=tuple(loops[:-1]))
 
 
 def fuse_program(program: Program, options: FusionOptions = FusionOptions()

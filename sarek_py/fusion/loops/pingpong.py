@@ -55,7 +55,7 @@ def swap_refusal(program: Program, plan: Plan) -> str | None:
     shared = may_share(program, _procedure_of(program, plan))
     for loop in plan.chain:
         body = loop.body.stmts if isinstance(loop.body, Block) else (loop.body,)
-        inner: tuple[HostStmt, ...] = (plan.producer, plan.consumer, *plan.chain)
+        inner: tuple[HostStmt, ...] = (*plan.loops, *plan.chain)
         for s in body:
             if any(s is x for x in inner):
                 continue

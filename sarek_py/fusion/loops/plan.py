@@ -44,6 +44,14 @@ class Plan:
     #: the consumer's iterations whose reads of ``edges`` all lie in the domain (LF-52):
     #: the fused body is ``if interior then <plain> else <with selects>``
     interior: Expr | None = None
+    #: the original loops the fused loop replaces, in program order, when the plan is a
+    #: whole chain of three or more (LF-70); empty for a pair
+    stages: tuple[ParFor, ...] = ()
+
+    @property
+    def loops(self) -> tuple[ParFor, ...]:
+        """The original loops the fused loop replaces (LF-15, LF-70)."""
+        return self.stages or (self.producer, self.consumer)
 
 
 def conj_all(es: Sequence[Expr]) -> Expr:

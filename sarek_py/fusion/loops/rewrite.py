@@ -100,7 +100,7 @@ class ProgramBuilder:
             dims = tuple(Bound(None, Length(a, d)) for d in range(a.type.rank))
             self.before.setdefault(id(outer), []).append(Allocate(cp, dims))
             self.after.setdefault(id(outer), []).insert(0, Deallocate(cp))
-        original = Block((plan.producer, plan.consumer))
+        original = Block(plan.loops)
         if plan.renamed and self.swap:
             why = swap_refusal(self.program, plan)
             if why is None:
@@ -126,7 +126,7 @@ class ProgramBuilder:
                 while k < len(ss):
                     if k in at:
                         out.append(self.replacement(at[k]))
-                        k += 2
+                        k += len(at[k].loops)
                         continue
                     out.extend(self.wrapped(ss[k]))
                     k += 1

@@ -1,0 +1,220 @@
+"""Calibrate the loop-fusion cost table for one backend (specs/loop-fusion.md, LF-60, LF-67).
+
+    .venv/bin/python benchmarks/calibrate.py [--backend opencl] [--points 524288]
+        [--repeat 5] [--clock wall|cpu] [--write]
+
+A few micro loops -- a copy, streams, a stencil's loads, chains of f32/f64 operations,
+divisions, transcendentals, integer operations and selects -- each run as a host program
+(``for t = 1 to T do parallel for … done``) offloaded to the backend; the time of one
+step is the difference of a run of T2 and of T1 steps (build and transfers cancel), the
+time of a point the difference of a step over N and over N/4 points (the launch cancels).
+A loop of a few points gives the launch cost; the per-point costs are the non-negative
+least squares fit (relative error) of the loops' per-point times on their counts
+(:func:`sarek_py.fusion.loops.cost_counts.count`, the counts the model prices). Prints
+the row and how well it fits each loop; ``--write`` stores it in
+``sarek_py/fusion/loops/cost_table.py`` (the other backends' rows kept), and refuses to
+when a loop measured zero or the fit misses a loop by more than half (a busy machine).
+``--clock cpu`` times by the process's CPU time (PoCL's worker threads included), steadier
+on a shared machine; ``benchmarks/cost_sweep.py`` must then use ``--clock cpu`` too. About
+25 s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sarek_py.fusion.loops.cost_counts import KINDS, count
+from sarek_py.fusion.loops.cost_table import SOURCES, TABLE
+from sarek_py.host.interp import run_program
+from sarek_py.host.offload import offload
+from sarek_py.ir.host.program import ParFor, Program, iter_host
+from sarek_py.ir.host.text import parse_program
+from sarek_py.runtime import get_backend
+
+ROOT = Path(__file__).resolve().parent.parent
+#: the clock runs are timed with: wall (``time.perf_counter``) or the process's CPU time,
+#: PoCL's worker threads included (``--clock cpu``: steadier on a shared machine)
+CLOCK = [time.perf_counter]
+TABLE_FILE = ROOT / "sarek_py" / "fusion" / "loops" / "cost_table.py"
+
+
+def _chain(start: str, step: str, k: int) -> str:
+    e = start
+    for j in range(k):
+        e = step.format(e=e, j=j)
+    return e
+
+
+def _tree(leaves: list[str]) -> str:
+    """A balanced sum of ``leaves`` (independent operations, as in stencil code, not a
+    chain that only measures latency)."""
+    while len(leaves) > 1:
+        leaves = [f"({x} + {y})" for x, y in zip(leaves[::2], leaves[1::2], strict=False)] \
+            + (leaves[-1:] if len(leaves) % 2 else [])
+    return leaves[0]
+
+
+def _leaves(fmt: str, k: int) -> list[str]:
+    return [fmt.format(c=1.0 + (j + 1) / 1024) for j in range(k)]
+
+
+#: name -> loop body over i (arrays x, z, w, y: f64; a, c, b: f32)
+LOOPS: dict[str, str] = {
+    "store": "y[i] <- 1.5",
+    "copy f64": "y[i] <- x[i]",
+    "copy f32": "b[i] <- a[i]",
+    "streams f64": "y[i] <- x[i] + z[i] + w[i]",
+    "stencil loads": "y[i] <- " + " + ".join(f"x[i + {d}]" for d in range(-4, 5)),
+    "f64 ops": "y[i] <- " + _tree(_leaves("x[i] * {c}", 24)),
+    "f32 ops": "b[i] <- " + _tree(_leaves("a[i] * {c}", 24)),
+    "f64 div": "y[i] <- " + _tree(_leaves("x[i] / {c}", 8)),
+    "f32 div": "b[i] <- " + _tree(_leaves("a[i] / {c}", 8)),
+    "f64 transc": "y[i] <- " + _tree(_leaves("sin(x[i] * {c})", 2)),
+    "f32 transc": "b[i] <- " + _tree(_leaves("sin(a[i] * {c})", 2)),
+    "int ops": "y[i] <- f64(" + _chain("i", "(({e}) * 3 + {j}) & 1023", 12) + ")",
+    "int div": "y[i] <- f64(" + _chain("i", "(({e}) + {j}) % 1021", 6) + ")",
+    "selects": "y[i] <- " + _chain("x[i]", "(i > {j} ? {e} : 0.5)", 8),
+    "branch": "if i > 7 && i < n - 9 then y[i] <- x[i] + z[i] else y[i] <- x[i]",
+    "mixed": "y[i] <- sqrt(x[i] * x[i] + 1.0) / (z[i] + 2.0) + f64(i % 7)",
+}
+
+
+def program(body: str, n: int, steps: int) -> Program:
+    decls = "".join(f"  var {v} : f64[0:] allocatable;\n" for v in "xzwy") + \
+        "".join(f"  var {v} : f32[0:] allocatable;\n" for v in "acb")
+    allocs = "".join(f"  allocate {v}[0:n - 1];\n" for v in "xzwyacb")
+    init = "; ".join([*(f"{v}[i] <- f64(i % 100) * 0.01" for v in "xzwy"),
+                      *(f"{v}[i] <- f32(i % 100) * 0.01" for v in "acb")])
+    text = (f"program calibrate\n  var n : i32 = {n};\n  var steps : i32 = {steps};\n{decls}"
+            f"begin\n{allocs}  parallel for (i = 0 to n - 1) do ({init}) done;\n"
+            f"  for t = 1 to steps do\n"
+            f"    parallel for (i = 4 to n - 5) do {body} done\n  done\nend\n")
+    return parse_program(text, "calibrate.sk")
+
+
+def loop_of(p: Program) -> ParFor:
+    loops = [s for s in iter_host(p.body) if isinstance(s, ParFor)]
+    return loops[-1]
+
+
+def step_ns(body: str, sizes: tuple[int, ...], backend: object, t1: int, t2: int,
+            repeat: int) -> list[float]:
+    """ns per step of the loop over each of ``sizes`` points (the difference of T2 and T1
+    steps, the best of ``repeat`` runs, all runs interleaved)."""
+    progs = {(n, t): offload(program(body, n, t)) for n in sizes for t in (t1, t2)}
+    for q in progs.values():
+        run_program(q, device=backend, check_races=False)  # builds
+    best = dict.fromkeys(progs, float("inf"))
+    for _ in range(repeat):
+        for key, q in progs.items():
+            s = CLOCK[0]()
+            run_program(q, device=backend, check_races=False)
+            best[key] = min(best[key], CLOCK[0]() - s)
+    return [max(best[n, t2] - best[n, t1], 0.0) / (t2 - t1) * 1e9 for n in sizes]
+
+
+def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Least squares with non-negative coefficients (Lawson-Hanson, scipy's)."""
+    try:
+        from scipy.optimize import nnls as scipy_nnls
+    except ImportError:
+        sys.exit("benchmarks/calibrate.py needs scipy for its fit (pip install scipy)")
+    x, _ = scipy_nnls(a, b)
+    return np.asarray(x)
+
+
+def calibrate(backend_name: str, n: int, repeat: int
+              ) -> tuple[dict[str, float], list[str], bool]:
+    be = get_backend(backend_name)
+    t1, t2 = 2, 8
+    launch = step_ns("y[i] <- x[i]", (10,), be, t1, 40, repeat)[0]
+    rows, times, names = [], [], []
+    for name, body in LOOPS.items():
+        c = count(loop_of(program(body, n, 1)).body)
+        # two domains: the launch's cost cancels in the difference
+        big, small = step_ns(body, (n, n // 4), be, t1, t2, repeat)
+        per_point = max(big - small, 0.0) / (n - n // 4)
+        rows.append([c[k] for k in KINDS])
+        times.append(per_point)
+        names.append(name)
+    a, b = np.array(rows), np.array(times)
+    w = 1.0 / np.maximum(b, 0.25)  # relative error: every loop counts alike
+    coef = nnls(a * w[:, None], b * w)
+    row = {k: float(f"{v:.4g}") for k, v in zip(KINDS, coef, strict=True)}
+    row["launch"] = float(f"{launch:.4g}")
+    fit = a @ coef
+    lines = [f"  {nm:<14} measured {m:8.3f} ns/point  fitted {f:8.3f}"
+             for nm, m, f in zip(names, b, fit, strict=True)]
+    bad = [nm for nm, m, f in zip(names, b, fit, strict=True)
+           if m <= 0 or abs(f - m) > 0.5 * m]
+    if bad:
+        lines.append(f"  noisy: {', '.join(bad)} measured at zero or fitted more than 50 % "
+                     "off (a busy machine?); --write refuses such a row")
+    return row, lines, not bad
+
+
+def render(table: dict[str, dict[str, float]], sources: dict[str, str]) -> str:
+    """The data part of cost_table.py: one row per backend, kinds in LF-61's order."""
+    out = ["#: backend name -> kind -> ns (KINDS of cost_counts, and \"launch\")",
+           "TABLE: dict[str, dict[str, float]] = {"]
+    for name in sorted(table):
+        out.append(f"    {name!r}: {{".replace("'", '"'))
+        for k in (*KINDS, "launch"):
+            out.append(f"        \"{k}\": {table[name].get(k, 0.0)!r},")
+        out.append("    },")
+    out += ["}", "", "#: backend name -> how its row was measured (machine, sizes, date)",
+            "SOURCES: dict[str, str] = {"]
+    for name in sorted(sources):
+        out.append(f"    \"{name}\": {json.dumps(sources[name], ensure_ascii=False)},")
+    out += ["}", "", "__all__ = [\"SOURCES\", \"TABLE\"]", ""]
+    return "\n".join(out)
+
+
+def write_table(backend: str, row: dict[str, float], source: str) -> None:
+    table = {**TABLE, backend: row}
+    sources = {**SOURCES, backend: source}
+    text = TABLE_FILE.read_text()
+    head = text[:text.index("#: backend name -> kind -> ns")]
+    TABLE_FILE.write_text(head + render(table, sources))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--backend", default="opencl")
+    ap.add_argument("--points", type=int, default=1 << 19)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--write", action="store_true", help="store the row in cost_table.py")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="time runs by wall clock (default) or by the process's CPU time")
+    args = ap.parse_args()
+    CLOCK[0] = time.perf_counter if args.clock == "wall" else time.process_time
+    start = time.perf_counter()
+    row, lines, good = calibrate(args.backend, args.points, args.repeat)
+    print(f"cost table row for {args.backend} ({args.points} points, best of {args.repeat}), "
+          "ns:")
+    print("  " + ", ".join(f"{k} {v:g}" for k, v in row.items()))
+    print("\n".join(lines))
+    print(f"({time.perf_counter() - start:.0f} s)")
+    if args.write and not good:
+        print("not written: the fit is too noisy (rerun on a quiet machine)")
+        return 1
+    if args.write:
+        today = datetime.date.today().isoformat()
+        write_table(args.backend, row, f"benchmarks/calibrate.py --points {args.points} "
+                    f"--clock {args.clock} on "
+                    f"{platform.node() or 'this machine'} ({platform.processor() or 'cpu'}"
+                    f", {get_backend(args.backend).name}), {today}")
+        print(f"written: {TABLE_FILE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""The predicted time of a fusion plan, fused against unfused (specs/loop-fusion.md,
+LF-62).
+
+:func:`price` completes the LF-13 decision of a :class:`~sarek_py.fusion.loops.plan.Plan`
+with a :class:`~sarek_py.fusion.loops.cost.Prediction` for the backend of
+:class:`~sarek_py.fusion.loops.fusion.FusionOptions` from the cost table:
+
+* unfused: the producer's loop and the consumer's loop, two launches, each point priced by
+  its counts (:func:`~sarek_py.fusion.loops.cost_counts.count`);
+* fused: the fused loop as the rewrite builds it (:func:`fused_loop`: each read of an
+  intermediate is the producer's expression, with its loads, so recompute multiplies the
+  producer's loads too), priced on its interior branch when LF-52 split it (the boundary
+  branch runs on a vanishing share of the points) plus the interior test, and one copy
+  loop (a launch, a load and a store per point) per renamed array not ping-ponged (PP-4).
+
+When the bounds of both loops are literals or read integer scalars whose declared value
+no statement changes, the totals per iteration of the time loop, launches included,
+decide; else the per-point times (the limit of a large domain), the producer's domain
+taken as large as the consumer's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from sarek_py.analysis.effects import stmt_effects
+from sarek_py.fusion.loops.cost import Prediction
+from sarek_py.fusion.loops.cost_counts import Counts, count
+from sarek_py.fusion.loops.cost_table import TABLE
+from sarek_py.fusion.loops.fused_loop import copy_loop, fused_loop
+from sarek_py.fusion.loops.plan import Plan
+from sarek_py.ir.host.program import ParFor, Program
+from sarek_py.ir.nodes import Binary, BinaryOp, Cast, Const, Expr, HelperFunc, If, Ref, Var
+
+LAUNCH = "launch"
+
+
+def ns(counts: Counts, row: Mapping[str, float]) -> float:
+    """The time in ns of one point with ``counts`` on a backend's ``row`` (LF-62)."""
+    return sum(row.get(k, 0.0) * v for k, v in counts.as_dict().items())
+
+
+def fused_counts(plan: Plan, helpers: Mapping[str, HelperFunc]) -> Counts:
+    """The per-point counts of the fused loop (LF-61, LF-62)."""
+    loop = fused_loop(plan, {})
+    body = loop.body
+    if plan.interior is not None and isinstance(body, If):
+        # LF-52: the interior branch, plus its test (a select and the test's operations)
+        return count(body.then, helpers) + _test_counts(body, helpers)
+    return count(body, helpers)
+
+
+def _test_counts(body: If, helpers: Mapping[str, HelperFunc]) -> Counts:
+    whole = count(If(body.cond, body.then), helpers)
+    then = count(body.then, helpers)
+    d = {k: whole[k] - then[k] for k in whole.as_dict()}
+    d["point"] = 0.0
+    d["byte"] = 0.0
+    return Counts(tuple(d.items()))
+
+
+def declared_values(program: Program) -> dict[Var, int]:
+    """The integer scalars of ``program`` with a literal initial value that no statement
+    of the program changes (EFF-4: assigned, read, or passed to a procedure that does)."""
+    writes = stmt_effects(program.body, program).writes
+    return {d.var: int(d.init.value) for d in program.decls
+            if isinstance(d.init, Const) and type(d.init.value) is int
+            and d.var not in writes}
+
+
+def _value(e: Expr, env: Mapping[Var, int]) -> int | None:
+    match e:
+        case Const(value=v) if type(v) is int:
+            return v
+        case Ref(var=v):
+            return env.get(v)
+        case Cast(to=t, arg=a) if t.is_int:
+            return _value(a, env)
+        case Binary(op=op, lhs=lhs, rhs=rhs) if op in _INT_OPS:
+            x, y = _value(lhs, env), _value(rhs, env)
+            return None if x is None or y is None else _INT_OPS[op](x, y)
+    return None
+
+
+_INT_OPS = {BinaryOp.ADD: lambda x, y: x + y, BinaryOp.SUB: lambda x, y: x - y,
+            BinaryOp.MUL: lambda x, y: x * y}
+
+
+def points(loop: ParFor, env: Mapping[Var, int]) -> int | None:
+    """The number of points of ``loop`` when its bounds are literals or read only the
+    declared values ``env`` (:func:`declared_values`), else None (LF-62)."""
+    n = 1
+    for ix in loop.indices:
+        a, b = _value(ix.start, env), _value(ix.stop, env)
+        if a is None or b is None:
+            return None
+        n *= max(b - a + 1, 0)
+    return n
+
+
+def predict(plan: Plan, backend: str, row: Mapping[str, float],
+            helpers: Mapping[str, HelperFunc], copies: int,
+            env: Mapping[Var, int] = {}) -> Prediction:  # noqa: B006
+    """Fused against unfused on ``row`` (LF-62); ``copies``: the renamed arrays copied back
+    each iteration; ``env``: the declared values the bounds may read."""
+    nc, np_ = points(plan.consumer, env), points(plan.producer, env)
+    share = np_ / nc if nc and np_ is not None else 1.0
+    unfused = ns(count(plan.producer.body, helpers), row) * share \
+        + ns(count(plan.consumer.body, helpers), row)
+    fused = ns(fused_counts(plan, helpers), row)
+    for v in plan.renamed[:copies]:
+        fused += ns(count(copy_loop(plan.consumer, [(v, v)]).body, helpers), row)
+    return Prediction(backend, fused, unfused, 1 + copies, 2, row.get(LAUNCH, 0.0),
+                      nc if nc and np_ is not None else None)
+
+
+def price(plan: Plan, backend: str | None, helpers: Mapping[str, HelperFunc],
+          swapped: bool, program: Program | None = None) -> Plan:
+    """``plan`` with its cost decided on ``backend`` (LF-62, LF-64); ``swapped``: the
+    renamed arrays ping-pong (no copy back); ``program``: where the bounds' declared
+    values are read."""
+    if backend is None:
+        return plan
+    row = TABLE.get(backend)
+    if row is None:
+        return attrs.evolve(plan, cost=attrs.evolve(plan.cost, uncalibrated=backend))
+    copies = 0 if swapped else len(plan.renamed)
+    env = declared_values(program) if program is not None else {}
+    pred = predict(plan, backend, row, helpers, copies, env)
+    return attrs.evolve(plan, cost=attrs.evolve(plan.cost, prediction=pred))
+
+
+__all__ = ["declared_values", "fused_counts", "ns", "points", "predict", "price"]

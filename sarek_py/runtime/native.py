@@ -1,0 +1,241 @@
+"""The c backend: kernels as C + OpenMP, compiled by the system C compiler and called
+through ctypes (specs/native.md, NAT-13 … NAT-30).
+
+Device memory is host memory. A buffer the backend allocates is a numpy byte array; a
+contiguous, writable, aligned numpy argument is used in place (zero copy, LCH-67,
+counted in ``bytes_mapped``), any other is copied in and back as on every backend. A launch
+runs to its end before ``_launch`` returns (the ctypes call releases the GIL while the
+OpenMP threads run); :meth:`CBackend.sync` then reports the bounds faults (LCH-20).
+
+Each kernel object is emitted once per backend (LCH-17); the library of its source is
+found in, or compiled into, the disk cache of :mod:`sarek_py.runtime.ccompiler` and loaded
+once per process. A kernel this backend cannot run exactly (:func:`~sarek_py.codegen.c99.
+refusal`: a barrier, shared memory, atomics) is refused with the reason (NAT-4); the
+automatic choice (``get_backend("default")``, LCH-15) sends it to the next backend instead
+(:class:`AutoCBackend`, NAT-25).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from sarek_py.codegen.c99 import C99, refusal
+from sarek_py.codegen.cstyle import Emitted, emit
+from sarek_py.ir.diagnostics import LaunchError
+from sarek_py.ir.nodes import Kernel
+from sarek_py.ir.types import Scalar
+from sarek_py.runtime.args import ArgPlan, arg_plan
+from sarek_py.runtime.base import Backend, DeviceBuffer
+from sarek_py.runtime.cache import KernelCache
+from sarek_py.runtime.ccompiler import compiler, probe
+from sarek_py.runtime.clibrary import kernel_function
+from sarek_py.runtime.faults import FaultWatch
+from sarek_py.runtime.limits import MAX_THREADS, DeviceLimits
+from sarek_py.runtime.shape import LaunchShape
+
+
+class CRefused(LaunchError):
+    """A kernel the c backend does not run (NAT-4): the reason names the construct."""
+
+
+_CTYPES: dict[Scalar, Any] = {Scalar.I32: ctypes.c_int, Scalar.I64: ctypes.c_longlong,
+                              Scalar.F32: ctypes.c_float, Scalar.F64: ctypes.c_double,
+                              Scalar.BOOL: ctypes.c_ubyte}
+
+
+@attrs.frozen(eq=False)
+class Compiled:
+    """One kernel ready to launch: its emitted C and ABI, the C function, its argument plan
+    and, per argument, the conversion of the plan's value to what ctypes passes."""
+
+    emitted: Emitted
+    function: Any
+    plan: ArgPlan
+    convert: tuple[Any, ...]
+
+
+def _pointer(v: Any) -> int:
+    return int(v.ctypes.data)
+
+
+def _scalar(conv: type) -> Any:
+    return lambda v: conv(v.item() if isinstance(v, np.generic) else v)
+
+
+def _address(d: DeviceBuffer) -> Any:
+    return d.handle
+
+
+class CBackend(Backend):
+    """Kernels as C with OpenMP on this machine's cores (the backend named ``c``)."""
+
+    name = "c"
+    whole_blocks_for_barriers = False  # kernels with barriers are refused (NAT-4)
+
+    def __init__(self) -> None:
+        super().__init__()
+        probe()  # a compiler that builds OpenMP code, or BackendUnavailable (NAT-15)
+        if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+            # NAT-19: idle OpenMP threads sleep instead of spinning, so a launch does not
+            # wait for a spinning thread the system has descheduled (read when the OpenMP
+            # runtime loads, with the first kernel)
+            os.environ["OMP_WAIT_POLICY"] = "passive"
+        self.compiler = compiler()
+        #: use contiguous writable numpy arguments in place (LCH-67, NAT-20); False takes
+        #: the copying path
+        self.zero_copy = True
+        self._checked: KernelCache[Compiled] = KernelCache(lambda k: self._compile(k, True))
+        self._unchecked: KernelCache[Compiled] = KernelCache(lambda k: self._compile(k, False))
+        self._threads = threading.local()
+        self._limits = DeviceLimits(device=f"the CPU (C + OpenMP, {os.cpu_count()} cores)",
+                                    max_block=MAX_THREADS, max_blocks=None, max_global=None,
+                                    shared_bytes=0)
+
+    @property
+    def faults(self) -> FaultWatch:
+        """The fault buffers of the calling Python thread's launches (NAT-21): a launch has
+        finished when it returns, in the thread that made it, so each thread's ``sync``
+        reports its own launches' faults, not those of a launch running in another."""
+        watch: FaultWatch | None = getattr(self._threads, "watch", None)
+        if watch is None:
+            watch = FaultWatch(self._alloc, self._zero, self._read, lambda: None)
+            self._threads.watch = watch
+        return watch
+
+    def device_limits(self) -> DeviceLimits:
+        return self._limits
+
+    @property
+    def device_name(self) -> str:
+        return self._limits.device
+
+    # ------------------------------------------------------------ kernels
+
+    def refusal(self, kernel: Kernel) -> str | None:
+        """Why this backend does not run ``kernel`` (NAT-4), or ``None``."""
+        return refusal(kernel)
+
+    def launch_shape(self, kernel: Kernel, threads: int, block: int, grid: Any,
+                     block_shape: Any, shared: int | None = None
+                     ) -> tuple[int, int, LaunchShape | None]:
+        """NAT-4: a kernel this backend does not run is refused first, before its launch
+        is checked against limits or anything is allocated."""
+        why = refusal(kernel)
+        if why is not None:
+            raise CRefused(why, kernel.loc)
+        return super().launch_shape(kernel, threads, block, grid, block_shape, shared)
+
+    def compiled(self, kernel: Kernel, checked: bool | None = None) -> Compiled:
+        """The kernel's C function and argument plan, made at its first launch (LCH-17);
+        the checked build (CG-22) when ``checked`` (default: :attr:`checked`)."""
+        if checked is None:
+            checked = self.checked
+        return (self._checked if checked else self._unchecked).get(kernel)
+
+    def _compile(self, kernel: Kernel, checked: bool) -> Compiled:
+        why = refusal(kernel)
+        if why is not None:
+            raise CRefused(why, kernel.loc)
+        em = emit(kernel, C99, checked=checked)
+        self.stats.emits += 1
+        fn, loaded = kernel_function(em.source, em.abi.name)  # checked: NAT-14, NAT-41
+        if loaded:
+            self.stats.builds += 1
+        plan = arg_plan(em.abi, kernel, np.uint8)
+        argtypes: list[Any] = []
+        convert: list[Any] = []
+        for kind, param, _dim, _conv in plan.slots:
+            if kind in ("array", "status", "fault"):
+                argtypes.append(ctypes.c_void_p)
+                convert.append(None)
+            elif kind in ("extent", "shared_extent"):
+                argtypes.append(ctypes.c_int)
+                convert.append(_scalar(int))
+            elif kind == "threads":
+                argtypes.append(ctypes.c_longlong)
+                convert.append(_scalar(int))
+            else:
+                t = kernel.param(param).scalar
+                argtypes.append(_CTYPES[t])
+                convert.append(_scalar(float if t.is_float else int))
+        fn.argtypes = [*argtypes, ctypes.c_void_p]
+        fn.restype = None
+        return Compiled(em, fn, plan, tuple(convert))
+
+    # ------------------------------------------------------------ memory
+
+    def shares_arrays(self, other: Backend) -> bool:
+        """NAT-43: the c backend and the default that picks it share their device arrays
+        (numpy byte buffers of host memory)."""
+        return isinstance(other, CBackend)
+
+    def buffer_id(self, handle: Any) -> Hashable:
+        """The address of the memory (LCH-64)."""
+        return _pointer(handle)
+
+    def use_host(self, host: NDArray[Any]) -> Any:
+        """The numpy array itself (LCH-67, NAT-20), or None: zero copy off, an empty,
+        non-contiguous, read-only or unaligned array (those are copied)."""
+        if (not self.zero_copy or not host.nbytes or not host.flags.c_contiguous
+                or not host.flags.writeable or not host.flags.aligned):
+            return None
+        return host
+
+    def _alloc(self, nbytes: int) -> Any:
+        # an empty array still has the 8 bytes a checked access out of bounds reads (CG-22)
+        return np.empty(max(nbytes, 8), np.uint8)
+
+    @staticmethod
+    def _bytes(handle: Any) -> NDArray[np.uint8]:
+        return np.asarray(handle).reshape(-1).view(np.uint8)
+
+    def _write(self, handle: Any, host: NDArray[Any]) -> None:
+        self._bytes(handle)[: host.nbytes] = host.reshape(-1).view(np.uint8)
+
+    def _read(self, handle: Any, host: NDArray[Any]) -> None:
+        host.reshape(-1).view(np.uint8)[...] = self._bytes(handle)[: host.nbytes]
+
+    def _fill(self, handle: Any, nbytes: int, byte: int) -> None:
+        self._bytes(handle)[:nbytes] = byte
+
+    def _zero(self, handle: Any, nbytes: int) -> None:
+        self._bytes(handle)[:nbytes] = 0
+
+    # ------------------------------------------------------------ launches
+
+    def _launch(self, kernel: Kernel, args: Mapping[str, DeviceBuffer | np.generic],
+                threads: int, block: int, status: DeviceBuffer | None,
+                check_races: bool, shape: LaunchShape | None = None,
+                shared: int | None = None) -> None:
+        c = self.compiled(
+            kernel, self.launch_checked(kernel, args, threads, block, shape, shared))  # CG-72
+        grid3: tuple[int, ...]
+        block3: tuple[int, ...]
+        if shape is None:
+            grid3, block3 = (-(-threads // block), 1, 1), (block, 1, 1)
+        else:
+            grid3, block3 = shape.padded()
+        geometry = np.array([*grid3, *block3], np.int32)
+        fault = self.faults.arm(kernel.name, c.emitted.abi)
+        try:
+            values = c.plan.values(args, threads, status, _address, fault, shared)
+            cargs = [(_pointer(v) if conv is None else conv(v))
+                     for v, conv in zip(values, c.convert, strict=True)]
+            c.function(*cargs, _pointer(geometry))
+        except BaseException:
+            if fault is not None:
+                self.faults.forget()
+            raise
+        self.faults.launched()
+
+    def sync(self) -> None:
+        """Every launch has finished already; raise the first bounds fault (LCH-20)."""
+        self.faults.check()
