@@ -631,8 +631,9 @@ def test_nat_every_rule_is_cited_here() -> None:
     here += "".join(f" NAT-{n} " for n in re.findall(r"def test_nat(3\d)_", speed))
     simd = (Path(__file__).parent / "test_native_simd.py").read_text()
     here += "".join(f" NAT-{n} " for n in re.findall(r"def test_nat(3[6-9])_", simd))
-    redteam = (Path(__file__).parent / "test_native_redteam.py").read_text()
-    here += "".join(f" NAT-{n} " for n in re.findall(r"def test_nat(4\d)_", redteam))
+    for name in ("test_native_redteam.py", "test_native_interrupt.py"):
+        redteam = (Path(__file__).parent / name).read_text()
+        here += "".join(f" NAT-{n} " for n in re.findall(r"def test_nat(4\d)_", redteam))
     cited = {int(n) for n in re.findall(r"NAT-(\d+)", here)}
     assert rules and rules <= cited, sorted(rules - cited)
 

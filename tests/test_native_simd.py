@@ -2,7 +2,7 @@
 unchecked build's row loop is ``#pragma omp simd`` (sound because threads of a kernel the
 backend runs see each other's writes only through races), an exact narrowing of the
 offloaded index stays 64-bit, the backend builds for this CPU with the CPU in the cache key,
-and the advection-diffusion stage vectorises without gathers, bitwise the interpreter's."""
+and the advection-diffusion stage vectorises without gathers, bitwise as before."""
 
 from __future__ import annotations
 
@@ -23,8 +23,7 @@ from sarek_py.codegen.opencl import OPENCL
 from sarek_py.ir.diagnostics import BackendUnavailable, SarekError
 from sarek_py.ir.nodes import Kernel
 from sarek_py.ir.parser import parse_module
-from sarek_py.runtime import Backend, get_backend
-from sarek_py.runtime import ccompiler
+from sarek_py.runtime import Backend, ccompiler, get_backend
 from sarek_py.runtime.ccompiler import NATIVE, cache_key, compiler, flags
 from sarek_py.runtime.native import CBackend
 
@@ -254,6 +253,9 @@ def test_nat38_native_flags_where_the_cpu_is_named(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("SAREK_NATIVE", "1")
     monkeypatch.setenv("SAREK_CFLAGS", "-march=x86-64")
     assert flags()[-1] == "-march=x86-64"
+    monkeypatch.setenv("SAREK_NATIVE", "no")  # no silent choice: one sentence
+    with pytest.raises(BackendUnavailable, match=r"\$SAREK_NATIVE is 'no'"):
+        flags()
 
 
 def test_nat38_the_cache_key_names_the_cpu_of_a_native_build(
@@ -273,7 +275,7 @@ def test_nat38_the_cache_key_names_the_cpu_of_a_native_build(
     assert a != b and pa == pb
 
 
-def test_nat38_the_cpu_identity_reads_the_first_processor(tmp_path: Path) -> None:
+def test_nat38_the_cpu_identity_reads_the_first_processor() -> None:
     """NAT-38: the identity is the first processor's vendor, model and flags."""
     ident = ccompiler.cpu_identity()
     if ident is None:

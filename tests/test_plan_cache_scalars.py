@@ -267,3 +267,38 @@ def test_fe93_time_loop_with_a_temporary_hits_and_drops_its_stores(backend: str)
         assert "c_t" not in p.source() and "p_t" not in [q.name for q in
                                                           p.launches[0].kernel.params]
     assert plan_cache.STATS.misses == 1 and plan_cache.STATS.hits == 3
+
+
+@pytest.mark.parametrize("backend", ["c", "opencl"])
+def test_fe93_time_loop_with_a_temporary_emits_its_kernel_once(backend: str) -> None:
+    """FE-93 with FE-71 (regression: the dead-store rewrite was keyed by the value of
+    every scalar, so each step of a time loop with a temporary made a new kernel object,
+    emitted and looked up its program again, ~10 ms a step): the rewritten kernel is
+    found again while only value-only scalars change, and the bytes are the unfused
+    launches'; a deciding scalar's new value still plans again."""
+    try:
+        be = get_backend(backend)
+    except BackendUnavailable as exc:
+        pytest.skip(exc.message)
+    x = np.linspace(-1, 1, N, dtype=np.float32)
+    emits = []
+    for step in range(5):
+        dt, c = np.float32(0.37 * step), np.float32(1.0 - 0.1 * step)
+        y, t2, y2 = (np.full(N, 3.0, np.float32) for _ in range(3))
+        advance.launch(x, t2, dt, N, threads=N, block=8, backend=backend)
+        damp.launch(t2, y2, c, N, threads=N, block=8, backend=backend)
+        be.stats.reset()
+        with pipeline(backend) as p:
+            t = p.empty(N, np.float32)
+            advance[N, 8](x, t, dt, N)
+            damp[N, 8](t, y, c, N)
+        emits.append(be.stats.emits)
+        assert np.array_equal(y.view(np.uint32), y2.view(np.uint32)), p.report()
+        assert "t: stores dropped" in p.report(), p.report()
+    assert emits[1:] == [0, 0, 0, 0], emits  # dt and c changed: the same kernel
+    misses = plan_cache.STATS.misses
+    with pipeline(backend) as p:
+        t = p.empty(N, np.float32)
+        advance[N, 8](x, t, np.float32(0.5), N - 3)
+        damp[N, 8](t, np.zeros(N - 3, np.float32), np.float32(2), N - 3)
+    assert plan_cache.STATS.misses == misses + 1  # k decides: planned again

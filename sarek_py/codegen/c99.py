@@ -94,6 +94,10 @@ _SUPPORT = (
     "#define SAREK_LAUNCH",
     "#endif",
     "",
+    "// set by the launching process when the user interrupts a launch (Ctrl-C): every",
+    "// while loop tests it, so a kernel that would never end does (NAT-45)",
+    "volatile int sarek_cancel;",
+    "",
     "// the thread running on this OpenMP thread, whose bounds fault is recorded (set by",
     "// the launch of a kernel that checks its accesses, once per block)",
     "static _Thread_local const sarek_ids* sarek_running;",
@@ -295,4 +299,5 @@ C99 = Dialect(
     driver=driver,
     wide_exact_locals=True,
     refuse=refusal,
+    while_guard="!sarek_cancel",
 )

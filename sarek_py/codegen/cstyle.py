@@ -693,6 +693,8 @@ class _Function:
                     # a fault ends the loop: values read out of bounds cannot keep it
                     # running (CG-22)
                     cond = f"{self.d.atomic_read.format(ptr=OOB)} == 0 && ({cond})"
+                if self.d.while_guard:  # Ctrl-C ends the loop (NAT-45)
+                    cond = f"{self.d.while_guard} && ({cond})"
                 self.emit(f"while ({cond}) {{", depth)
                 self.loop_tests.append(None)
                 self.branch(b, refine(c, saved, True), depth + 1)

@@ -90,6 +90,9 @@ class Dialect:
     #: ``i32`` is declared with the 64-bit type, holding the same value, so that a C
     #: compiler sees the accesses it indexes as consecutive (NAT-37)
     wide_exact_locals: bool = False
+    #: a C expression every ``while`` loop also tests (``!sarek_cancel``): false once the
+    #: launching process asks the kernel to end, on Ctrl-C (NAT-45); "" on the GPU targets
+    while_guard: str = ""
 
     def type_name(self, t: Scalar) -> str:
         return self.types[t]

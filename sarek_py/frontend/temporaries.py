@@ -66,6 +66,11 @@ _ASSIGNED = re.compile(
     r"(?:^\s*|\(\s*)([A-Za-z_]\w*)\s*(?::[^=]*)?:?=\s*[\w.(\s]*empty(?:_like)?\s*\(")
 
 
+#: names found, by call site (code object, instruction): a pipeline in a loop makes its
+#: temporaries at the same sites each time (FE-82's host cost)
+_NAMES: dict[tuple[object, int], tuple[str | None, str]] = {}
+
+
 def _caller_name(depth: int) -> tuple[str | None, str]:
     """The variable a ``t = p.empty…(…)`` line assigns, and ``file:line`` of the call."""
     frame = inspect.currentframe()
@@ -73,6 +78,16 @@ def _caller_name(depth: int) -> tuple[str | None, str]:
         frame = frame.f_back if frame is not None else None
     if frame is None:
         return None, "?"
+    site = (frame.f_code, frame.f_lasti)
+    hit = _NAMES.get(site)
+    if hit is None:
+        if len(_NAMES) > 4096:
+            _NAMES.clear()
+        hit = _NAMES[site] = _name_at(frame)
+    return hit
+
+
+def _name_at(frame: Any) -> tuple[str | None, str]:
     info = inspect.getframeinfo(frame, context=1)
     where = f"{info.filename.rsplit('/', 1)[-1]}:{info.lineno}"
     line = info.code_context[0] if info.code_context else ""

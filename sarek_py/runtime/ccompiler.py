@@ -90,7 +90,12 @@ def native() -> tuple[str, ...]:
     """:data:`NATIVE` on x86-64 Linux where ``/proc/cpuinfo`` names the CPU (its identity
     is then part of the cache key), else nothing; ``$SAREK_NATIVE=0`` turns it off
     (NAT-38)."""
-    if os.environ.get("SAREK_NATIVE", "1") == "0" or cpu_identity() is None:
+    choice = os.environ.get("SAREK_NATIVE") or "1"
+    if choice not in ("0", "1"):
+        raise BackendUnavailable(
+            f"$SAREK_NATIVE is {choice!r}, which the c backend does not know: set it to 1 "
+            "(build for this CPU, the default) or 0 (the portable build).")
+    if choice == "0" or cpu_identity() is None:
         return ()
     return NATIVE
 

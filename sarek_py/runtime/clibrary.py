@@ -60,6 +60,15 @@ def _load(path: str, symbol: str) -> tuple[Any, Any] | None:
         return None
 
 
+def cancel_flag(source: str) -> Any:
+    """The ``sarek_cancel`` word of the (loaded) library of ``source``, as a ctypes int
+    (NAT-45)."""
+    lib = _LIBS.get(str(library(source)))
+    if lib is None:
+        raise LaunchError("the library of this C is not loaded (load its kernel first)")
+    return ctypes.c_int.in_dll(lib, "sarek_cancel")
+
+
 def kernel_function(source: str, symbol: str) -> tuple[Any, bool]:
     """The function ``symbol`` of the library of ``source`` and whether this call loaded
     the library (False: it was loaded already in this process)."""

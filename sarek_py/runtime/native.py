@@ -30,14 +30,16 @@ from numpy.typing import NDArray
 from sarek_py.codegen.c99 import C99, refusal
 from sarek_py.codegen.cstyle import Emitted, emit
 from sarek_py.ir.diagnostics import LaunchError
-from sarek_py.ir.nodes import Kernel
+from sarek_py.ir.nodes import Kernel, While
 from sarek_py.ir.types import Scalar
+from sarek_py.ir.visit import iter_nodes
 from sarek_py.runtime.args import ArgPlan, arg_plan
 from sarek_py.runtime.base import Backend, DeviceBuffer
 from sarek_py.runtime.cache import KernelCache
 from sarek_py.runtime.ccompiler import compiler, probe
-from sarek_py.runtime.clibrary import kernel_function
+from sarek_py.runtime.clibrary import cancel_flag, kernel_function
 from sarek_py.runtime.faults import FaultWatch
+from sarek_py.runtime.interruptible import call_interruptibly
 from sarek_py.runtime.limits import MAX_THREADS, DeviceLimits
 from sarek_py.runtime.shape import LaunchShape
 
@@ -60,6 +62,9 @@ class Compiled:
     function: Any
     plan: ArgPlan
     convert: tuple[Any, ...]
+    #: the library's ``sarek_cancel`` word where the kernel has a ``while`` loop: its
+    #: launches can be interrupted (NAT-45); None otherwise
+    cancel: Any = None
 
 
 def _pointer(v: Any) -> int:
@@ -168,7 +173,10 @@ class CBackend(Backend):
                 convert.append(_scalar(float if t.is_float else int))
         fn.argtypes = [*argtypes, ctypes.c_void_p]
         fn.restype = None
-        return Compiled(em, fn, plan, tuple(convert))
+        loops = any(isinstance(n, While) for body in (kernel.body, *(h.body for h in
+                                                                     kernel.helpers))
+                    for n in iter_nodes(body))
+        return Compiled(em, fn, plan, tuple(convert), cancel_flag(em.source) if loops else None)
 
     # ------------------------------------------------------------ memory
 
@@ -229,7 +237,10 @@ class CBackend(Backend):
             values = c.plan.values(args, threads, status, _address, fault, shared)
             cargs = [(_pointer(v) if conv is None else conv(v))
                      for v, conv in zip(values, c.convert, strict=True)]
-            c.function(*cargs, _pointer(geometry))
+            if c.cancel is None:
+                c.function(*cargs, _pointer(geometry))
+            else:  # a while loop may not end: Ctrl-C must reach it (NAT-45)
+                call_interruptibly(lambda: c.function(*cargs, _pointer(geometry)), c.cancel)
         except BaseException:
             if fault is not None:
                 self.faults.forget()

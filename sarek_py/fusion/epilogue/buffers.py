@@ -13,7 +13,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from sarek_py.ir.host.launch import HeldArray, Launch
+from sarek_py.ir.host.launch import Launch
 from sarek_py.ir.nodes import Ref
 
 #: how much work ``np.shares_memory`` may do before two arrays count as overlapping
@@ -36,8 +36,13 @@ def buffer_key(v: object) -> Hashable | None:
     if isinstance(v, np.ndarray):
         start = v.__array_interface__["data"][0]
         return ("array", start, v.shape, v.strides, v.dtype.str)
-    if isinstance(v, HeldArray):  # a device array: one whole buffer (LCH-64)
-        return ("device", v.buffer_id, tuple(v.shape), np.dtype(v.dtype).str)
+    if isinstance(v, np.generic | int | float):
+        return None  # a scalar
+    # a device array (HeldArray's three attributes, asked directly: isinstance against
+    # the protocol costs tens of microseconds at every launch): one whole buffer (LCH-64)
+    bid = getattr(v, "buffer_id", None)
+    if bid is not None and hasattr(v, "shape") and hasattr(v, "dtype"):
+        return ("device", bid, tuple(v.shape), np.dtype(v.dtype).str)
     return None
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from sarek_py.analysis.value_scalars import value_only_params
 from sarek_py.fusion.epilogue.accesses import accesses_stmt
 from sarek_py.fusion.epilogue.conditions import producer_part
 from sarek_py.fusion.epilogue.legality import Aff, GSet, _Analysis, _Unsure
@@ -288,10 +289,14 @@ def _value_key(v: object) -> Hashable:
 
 def _key(launch: Launch, candidates: Mapping[str, int]) -> Hashable:
     """What the proofs read of the launch (never the user's names: an unnamed temporary
-    is called anew at each run, and the rewritten kernel must be found again, FE-82)."""
+    is called anew at each run, and the rewritten kernel must be found again, FE-82);
+    a scalar whose value only becomes stored values by its type (FE-93: a time loop's
+    changing step finds the rewritten kernel again)."""
+    free = value_only_params(launch.kernel)  # FE-93: their values decide nothing
     return (id(launch.kernel), tuple(sorted(candidates.items())), launch.thread_count,
             launch.block_size, launch.grid, launch.block_shape,
-            tuple(_value_key(a) for a in launch.args))
+            tuple(("value only", type(a).__name__, getattr(a, "dtype", None))
+                  if i in free else _value_key(a) for i, a in enumerate(launch.args)))
 
 
 def _named(notes: Sequence[StoreNote], names: Mapping[str, str]) -> list[StoreNote]:
