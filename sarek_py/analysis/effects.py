@@ -364,12 +364,20 @@ def _shared_extent(s: Launch) -> tuple[Expr, ...]:
 def launch_host_reads(s: Launch) -> frozenset[Var]:
     """EFF-6: the arrays whose elements the host reads to start launch ``s``: its thread
     count, block size, scalar arguments, write-discard tests and scratch sizes are host
-    expressions (its array arguments stay on the device; ``length`` reads no element)."""
+    expressions (its array arguments stay on the device; ``length`` reads no element).
+    Asked at every launch a host program runs: found once per launch statement."""
+    return _HOST_READS.get(s)
+
+
+def _launch_host_reads(s: Launch) -> frozenset[Var]:
     threads, block, args = s.host_exprs()
     exprs = [threads, block, *s.overwritten_if, *(x.size for x in s.scratch),
              *_shared_extent(s),
              *(a for a in args if not (isinstance(a, Ref) and a.var.is_array))]
     return frozenset(n.array for e in exprs for n in iter_nodes(e) if isinstance(n, Read))
+
+
+_HOST_READS: IdentityCache[Launch, frozenset[Var]] = IdentityCache(_launch_host_reads)
 
 
 def may_alias(program: Program) -> frozenset[Var]:

@@ -23,7 +23,9 @@ order (x fastest), each calling the thread function, which the compiler inlines:
 The innermost loop runs only the threads below the launch's count, its index the thread's
 number as an ``int`` (NAT-31), so a guard ``if (i < n)`` splits it and the rest
 vectorises; ``SAREK_LAUNCH`` compiles the launch for AVX2 too, where conditional stores
-vectorise (NAT-32).
+vectorise (NAT-32). In the unchecked build the row is a ``#pragma omp simd`` loop, each
+thread with its own ``sarek_ids`` (NAT-36): without barriers, shared memory or atomics a
+thread sees another's writes only through a race, so the lanes need no alias checks.
 
 What cannot run exactly this way is refused before anything is emitted
 (:func:`refusal`): a barrier (the threads of a block run one after the other), shared
