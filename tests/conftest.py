@@ -93,6 +93,24 @@ SWEEPS = frozenset({
     "test_leg8_in_place_pairs_bitwise_on_opencl",
     "test_pp2_other_statement_names_dummy_passed_as_renamed_array",
     "test_pp3_consumer_bounds_read_dummy_the_loop_writes_as_another",
+    # random or enumerated cases checked against an oracle (each file's hand-written
+    # tests of the same rules stay under typeguard)
+    "test_int21_vectorised_equals_thread_by_thread", "test_aff16_soundness_random_systems",
+    "test_cg27_ranges_of_division_by_a_variable_contain_every_value",
+    "test_cg18_ranges_contain_every_value", "test_aff3_aff6_aff7_agree_with_evaluation",
+    "test_aff14_random_two_symbols_sound", "test_cg22_random_kernels_fault_like_the_interpreter",
+    "test_leg2_conditions_are_exact_sets", "test_fe7_random_float_expressions",
+    # tests/test_corpus.py: every corpus scenario and pair (the file's other tests, the
+    # refusal and listing ones, stay under typeguard)
+    "test_corpus_interp_matches_reference", "test_corpus_fused_pairs_bitwise",
+    "test_corpus_illegal_pairs_never_fuse",
+    # the c backend on whole programs and the benchmark's rows (tests/test_native_*.py
+    # keep their kernel-level tests under typeguard), the cost model's sweep sample
+    "test_nat53_polybench_programs_offloaded_on_c", "test_nat53_fused_corpus_pairs_on_c",
+    "test_nat53_example_programs_offloaded_on_c", "test_nat55_opencl_and_c_rows_in_one_run",
+    "test_nat55_the_numpy_peer_is_bitwise_the_c_field",
+    "test_nat39_advection_fused_swap_on_c_is_the_unfused_run",
+    "test_lf68_sweep_pairs_fuse_and_stay_bitwise",
 })
 
 
