@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from native_diff import c_backend as c_or_skip
 from test_codegen_exact import (
     TRANSCENDENTAL_ULP,
     assert_bitwise,
@@ -37,17 +38,10 @@ from sarek_py.ir.interp import run_kernel
 from sarek_py.ir.nodes import Kernel
 from sarek_py.ir.parser import parse_module
 from sarek_py.ir.typecheck import check_module
-from sarek_py.runtime import Backend, get_backend
+from sarek_py.runtime import get_backend
 from sarek_py.runtime.ccompiler import FLAGS, CompileCounter, cache_key, compiler, library
 
 ROOT = Path(__file__).parent.parent
-
-
-def c_or_skip() -> Backend:
-    try:
-        return get_backend("c")
-    except BackendUnavailable as exc:
-        pytest.skip(f"no C compiler with OpenMP here: {exc.message}")
 
 
 def kernels(text: str) -> dict[str, Kernel]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from native_diff import c_backend as c_or_skip
 
 from sarek_py import codegen
 from sarek_py.codegen.c99 import _REFUSALS, C99
@@ -34,13 +35,6 @@ from sarek_py.runtime.native import CBackend
 
 ROOT = Path(__file__).parent.parent
 X86_LINUX = platform.machine() in ("x86_64", "AMD64") and sys.platform.startswith("linux")
-
-
-def c_or_skip() -> Backend:
-    try:
-        return get_backend("c")
-    except BackendUnavailable as exc:
-        pytest.skip(f"no C compiler with OpenMP here: {exc.message}")
 
 
 def _module(name: str) -> dict[str, Kernel]:

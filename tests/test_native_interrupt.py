@@ -13,12 +13,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
+from native_diff import c_backend as c_or_skip
 
 from sarek_py.codegen import emit_c
-from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.ir.parser import parse_module
-from sarek_py.runtime import Backend, get_backend
+from sarek_py.runtime import get_backend
 
 ROOT = Path(__file__).parent.parent
 
@@ -45,13 +44,6 @@ SPIN = textwrap.dedent("""
     spin[4, 4](o, 7, backend="c")
     print("then", o.tolist(), flush=True)
 """)
-
-
-def c_or_skip() -> Backend:
-    try:
-        return get_backend("c")
-    except BackendUnavailable as exc:
-        pytest.skip(f"no C compiler with OpenMP here: {exc.message}")
 
 
 def test_nat45_ctrl_c_ends_a_kernel_that_never_ends(tmp_path: Path) -> None:

@@ -16,22 +16,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from native_diff import c_backend as c_or_skip
 
 import sarek_py
 from sarek_py.codegen.names import Namer, is_reserved
 from sarek_py.frontend import Vec, f32, f64, global_thread_id, i32, kernel
-from sarek_py.ir.diagnostics import BackendUnavailable, LaunchError
+from sarek_py.ir.diagnostics import LaunchError
 from sarek_py.ir.interp_ops import math
-from sarek_py.runtime import Backend, get_backend
+from sarek_py.runtime import get_backend
 
 ROOT = Path(__file__).parent.parent
-
-
-def c_or_skip() -> Backend:
-    try:
-        return get_backend("c")
-    except BackendUnavailable as exc:
-        pytest.skip(f"no C compiler with OpenMP here: {exc.message}")
 
 
 def _child(code: str, env: dict[str, str], timeout: float = 60
