@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import numpy as np
 
 from sarek_py.ir.diagnostics import BackendUnavailable, LaunchError
@@ -61,9 +62,8 @@ class AutoCBackend(CBackend):
         # kernels with shared memory go to the fallback: its shared memory is the limit
         limits = super().device_limits()
         theirs = self.fallback.device_limits()
-        return DeviceLimits(limits.device, limits.max_block, limits.max_blocks,
-                            limits.max_global,
-                            theirs.shared_bytes if theirs is not None else 1 << 30)
+        return attrs.evolve(limits, shared_bytes=theirs.shared_bytes
+                            if theirs is not None else 1 << 30)
 
     def launch_shape(self, kernel: Kernel, threads: int, block: int, grid: Any,
                      block_shape: Any, shared: int | None = None

@@ -15,8 +15,9 @@ import attrs
 import numpy as np
 
 from sarek_py.ir.diagnostics import LaunchError
-from sarek_py.ir.dynamic_shared import dynamic_shared, shared_arrays
+from sarek_py.ir.dynamic_shared import dynamic_shared, element_bytes, shared_arrays
 from sarek_py.ir.nodes import Kernel
+from sarek_py.ir.types import ArrayType, MemSpace
 
 #: the most threads one launch may have: ``global_thread_id`` is an ``i32`` (the
 #: interpreter's limit too, INT-1)
@@ -38,6 +39,22 @@ class DeviceLimits:
     #: the largest block and grid extent along x, y, z (``None``: none known; LCH-27)
     max_block_dims: tuple[int, int, int] | None = None
     max_grid_dims: tuple[int, int, int] | None = None
+    #: the most bytes of local (per-thread) arrays a thread may hold (``None``: no own
+    #: limit): on a CPU they live on a thread's stack, which a larger array overflows,
+    #: killing the process (LCH-91)
+    local_bytes: int | None = None
+
+
+#: the local arrays' budget of a CPU thread: OpenMP's and PoCL's worker threads have
+#: stacks of a few MiB, and a vectorised loop may keep a copy of a thread's locals per
+#: lane (LCH-91)
+CPU_LOCAL_BYTES = 1 << 20
+
+
+def local_arrays(kernel: Kernel) -> list[tuple[str, int]]:
+    """The kernel's local (per-thread) arrays and their sizes in bytes."""
+    return [(v.name, v.type.size * element_bytes(v.type.elem)) for v in kernel.locals
+            if isinstance(v.type, ArrayType) and v.type.space is MemSpace.LOCAL]
 
 
 def _integer(kernel: Kernel, what: str, v: Any) -> int:
@@ -77,6 +94,13 @@ def check_limits(kernel: Kernel, threads: Any, block: Any,
         raise LaunchError(f"{rule}kernel {name}: its shared arrays ({parts}) need {total} "
                           f"bytes, more than the {limits.shared_bytes} bytes of shared "
                           f"memory a block has ({limits.device})")
+    local = local_arrays(kernel)
+    if limits.local_bytes is not None and sum(n for _, n in local) > limits.local_bytes:
+        parts = ", ".join(f"{a}: {n} bytes" for a, n in local)
+        raise LaunchError(f"[LCH-91] kernel {name}: its local arrays ({parts}) need "
+                          f"{sum(n for _, n in local)} bytes a thread, more than the "
+                          f"{limits.local_bytes} bytes a thread's stack holds on "
+                          f"{limits.device}; use a global array (a parameter) instead")
     if threads < 1:
         return threads, block
     blocks = -(-threads // block)

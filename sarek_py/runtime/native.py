@@ -40,7 +40,7 @@ from sarek_py.runtime.ccompiler import compiler, probe
 from sarek_py.runtime.clibrary import cancel_flag, kernel_function
 from sarek_py.runtime.faults import FaultWatch
 from sarek_py.runtime.interruptible import call_interruptibly
-from sarek_py.runtime.limits import MAX_THREADS, DeviceLimits
+from sarek_py.runtime.limits import CPU_LOCAL_BYTES, MAX_THREADS, DeviceLimits
 from sarek_py.runtime.shape import LaunchShape
 
 
@@ -102,7 +102,7 @@ class CBackend(Backend):
         self._threads = threading.local()
         self._limits = DeviceLimits(device=f"the CPU (C + OpenMP, {os.cpu_count()} cores)",
                                     max_block=MAX_THREADS, max_blocks=None, max_global=None,
-                                    shared_bytes=0)
+                                    shared_bytes=0, local_bytes=CPU_LOCAL_BYTES)
 
     @property
     def faults(self) -> FaultWatch:

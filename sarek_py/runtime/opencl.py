@@ -36,7 +36,7 @@ from sarek_py.runtime.args import ArgPlan, arg_plan
 from sarek_py.runtime.base import Backend, DeviceArrayBase, DeviceBuffer, LaunchError
 from sarek_py.runtime.cache import KernelCache, LruCache
 from sarek_py.runtime.faults import FaultWatch
-from sarek_py.runtime.limits import DeviceLimits
+from sarek_py.runtime.limits import CPU_LOCAL_BYTES, DeviceLimits
 from sarek_py.runtime.shape import LaunchShape
 
 #: built programs by (context id, source): shared by every backend object of the process
@@ -111,7 +111,8 @@ class OpenCLBackend(Backend):
         self._limits = DeviceLimits(
             device=f"OpenCL device {dev.name}", max_block=self.max_block, max_blocks=None,
             max_global=2 ** int(dev.address_bits) - 1, shared_bytes=int(dev.local_mem_size),
-            unit="work-items", max_block_dims=_three(dev.max_work_item_sizes))
+            unit="work-items", max_block_dims=_three(dev.max_work_item_sizes),
+            local_bytes=CPU_LOCAL_BYTES if dev.type & self.cl.device_type.CPU else None)
         self.faults = FaultWatch(self._alloc, self._zero, self._read, self.queue.finish,
                                  self._read_async)
         #: bind contiguous writable numpy arguments in place (LCH-67): on by default where
