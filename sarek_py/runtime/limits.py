@@ -95,10 +95,11 @@ def check_limits(kernel: Kernel, threads: Any, block: Any,
                           f"bytes, more than the {limits.shared_bytes} bytes of shared "
                           f"memory a block has ({limits.device})")
     local = local_arrays(kernel)
-    if limits.local_bytes is not None and sum(n for _, n in local) > limits.local_bytes:
+    need = sum(n for _, n in local)
+    if limits.local_bytes is not None and need > limits.local_bytes:
         parts = ", ".join(f"{a}: {n} bytes" for a, n in local)
         raise LaunchError(f"[LCH-91] kernel {name}: its local arrays ({parts}) need "
-                          f"{sum(n for _, n in local)} bytes a thread, more than the "
+                          f"{need} bytes a thread, more than the "
                           f"{limits.local_bytes} bytes a thread's stack holds on "
                           f"{limits.device}; use a global array (a parameter) instead")
     if threads < 1:
