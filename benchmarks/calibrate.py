@@ -1,22 +1,25 @@
 """Calibrate the loop-fusion cost table for one backend (specs/loop-fusion.md, LF-60, LF-67).
 
     .venv/bin/python benchmarks/calibrate.py [--backend opencl] [--points 524288]
-        [--repeat 5] [--clock wall|cpu] [--write]
+        [--repeat 5] [--steps 24] [--clock wall|cpu] [--write]
 
 A few micro loops -- a copy, streams, a stencil's loads, chains of f32/f64 operations,
 divisions, transcendentals, integer operations and selects -- each run as a host program
 (``for t = 1 to T do parallel for … done``) offloaded to the backend; the time of one
 step is the difference of a run of T2 and of T1 steps (build and transfers cancel), the
 time of a point the difference of a step over N and over N/4 points (the launch cancels).
-A loop of a few points gives the launch cost; the per-point costs are the non-negative
-least squares fit (relative error) of the loops' per-point times on their counts
+A loop of a few points gives the launch cost; the per-point costs are the roofline fit
+(:func:`fit_roofline`, LF-77: each loop's point costs the larger of its bytes' time and its
+compute's time, LF-75) of the loops' per-point times on their counts
 (:func:`sarek_py.fusion.loops.cost_counts.count`, the counts the model prices). Prints
 the row and how well it fits each loop; ``--write`` stores it in
 ``sarek_py/fusion/loops/cost_table.py`` (the other backends' rows kept), and refuses to
 when a loop measured zero or the fit misses a loop by more than half (a busy machine).
 ``--clock cpu`` times by the process's CPU time (PoCL's worker threads included), steadier
-on a shared machine; ``benchmarks/cost_sweep.py`` must then use ``--clock cpu`` too. About
-25 s on 2 cores.
+on a shared machine; ``benchmarks/cost_sweep.py`` must then use ``--clock cpu`` too. The
+default domain, 2^19 points, is the sweep's largest (LF-80): the table holds for loops
+whose arrays stay in the last-level cache. About 1 to 2 minutes on 2
+cores with ``--steps 64``.
 """
 
 from __future__ import annotations
@@ -73,7 +76,9 @@ LOOPS: dict[str, str] = {
     "copy f32": "b[i] <- a[i]",
     "streams f64": "y[i] <- x[i] + z[i] + w[i]",
     "stencil loads": "y[i] <- " + " + ".join(f"x[i + {d}]" for d in range(-4, 5)),
+    "streams f32": "b[i] <- a[i] + c[i]",
     "f64 ops": "y[i] <- " + _tree(_leaves("x[i] * {c}", 24)),
+    "f64 many ops": "y[i] <- " + _tree(_leaves("x[i] * {c}", 96)),
     "f32 ops": "b[i] <- " + _tree(_leaves("a[i] * {c}", 24)),
     "f64 div": "y[i] <- " + _tree(_leaves("x[i] / {c}", 8)),
     "f32 div": "b[i] <- " + _tree(_leaves("a[i] / {c}", 8)),
@@ -131,10 +136,51 @@ def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(x)
 
 
-def calibrate(backend_name: str, n: int, repeat: int
+#: the ns per byte tried by the roofline fit (0: no memory side, the linear model)
+BYTE_GRID = (0.0, *np.geomspace(1e-4, 1.0, 97))
+
+
+def fit_roofline(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The per-kind costs (columns of ``a``: :data:`KINDS`) whose roofline -- per loop, the
+    larger of its bytes' time and its compute's time (LF-75) -- fits the measured per-point
+    times ``b`` best by relative error: for each ns per byte of :data:`BYTE_GRID`, the
+    compute kinds are the non-negative least squares fit of the loops that time does not
+    explain (compute-bound: measured above 1.1 times their bytes' time); the best total
+    error wins. Returns the coefficients and the fitted times."""
+    j = KINDS.index("byte")
+    comp = [k for k in range(len(KINDS)) if k != j]
+    scale = np.maximum(b, 0.25)  # relative error: every loop counts alike
+    best: tuple[float, np.ndarray, np.ndarray] | None = None
+    for per_byte in BYTE_GRID:
+        mem = a[:, j] * per_byte
+        bound = b > 1.1 * mem
+        if not bound.any():
+            continue
+        w = 1.0 / scale[bound]
+        x = nnls(a[bound][:, comp] * w[:, None], b[bound] * w)
+        fitted = np.maximum(mem, a[:, comp] @ x)
+        err = float(np.sum(((fitted - b) / scale) ** 2))
+        if best is None or err < best[0]:
+            coef = np.zeros(len(KINDS))
+            coef[comp] = x
+            coef[j] = per_byte
+            best = (err, coef, fitted)
+    if best is None:  # no loop measured above zero: nothing to fit (misfits says so)
+        return np.zeros(len(KINDS)), np.zeros(len(b))
+    return best[1], best[2]
+
+
+def misfits(names: list[str], measured: np.ndarray, fitted: np.ndarray) -> list[str]:
+    """The loops that measured zero or that the fit misses by more than half (LF-60, LF-77:
+    ``--write`` refuses the row)."""
+    return [nm for nm, m, f in zip(names, measured, fitted, strict=True)
+            if m <= 0 or abs(f - m) > 0.5 * m]
+
+
+def calibrate(backend_name: str, n: int, repeat: int, steps: int = 24
               ) -> tuple[dict[str, float], list[str], bool]:
     be = get_backend(backend_name)
-    t1, t2 = 2, 8
+    t1, t2 = 2, 2 + steps
     launch = step_ns("y[i] <- x[i]", (10,), be, t1, 40, repeat)[0]
     rows, times, names = [], [], []
     for name, body in LOOPS.items():
@@ -146,15 +192,12 @@ def calibrate(backend_name: str, n: int, repeat: int
         times.append(per_point)
         names.append(name)
     a, b = np.array(rows), np.array(times)
-    w = 1.0 / np.maximum(b, 0.25)  # relative error: every loop counts alike
-    coef = nnls(a * w[:, None], b * w)
+    coef, fit = fit_roofline(a, b)
     row = {k: float(f"{v:.4g}") for k, v in zip(KINDS, coef, strict=True)}
     row["launch"] = float(f"{launch:.4g}")
-    fit = a @ coef
     lines = [f"  {nm:<14} measured {m:8.3f} ns/point  fitted {f:8.3f}"
              for nm, m, f in zip(names, b, fit, strict=True)]
-    bad = [nm for nm, m, f in zip(names, b, fit, strict=True)
-           if m <= 0 or abs(f - m) > 0.5 * m]
+    bad = misfits(names, b, fit)
     if bad:
         lines.append(f"  noisy: {', '.join(bad)} measured at zero or fitted more than 50 % "
                      "off (a busy machine?); --write refuses such a row")
@@ -191,13 +234,15 @@ def main() -> int:
     ap.add_argument("--backend", default="opencl")
     ap.add_argument("--points", type=int, default=1 << 19)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=24,
+                    help="steps timed per run beyond the first two (more: steadier, slower)")
     ap.add_argument("--write", action="store_true", help="store the row in cost_table.py")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="time runs by wall clock (default) or by the process's CPU time")
     args = ap.parse_args()
     CLOCK[0] = time.perf_counter if args.clock == "wall" else time.process_time
     start = time.perf_counter()
-    row, lines, good = calibrate(args.backend, args.points, args.repeat)
+    row, lines, good = calibrate(args.backend, args.points, args.repeat, args.steps)
     print(f"cost table row for {args.backend} ({args.points} points, best of {args.repeat}), "
           "ns:")
     print("  " + ", ".join(f"{k} {v:g}" for k, v in row.items()))

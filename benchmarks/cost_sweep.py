@@ -1,30 +1,34 @@
-"""Check the loop-fusion cost model against measurements (specs/loop-fusion.md, LF-68).
+"""Check the loop-fusion cost model against measurements (specs/loop-fusion.md, LF-68,
+LF-78..LF-80).
 
     .venv/bin/python benchmarks/cost_sweep.py [--cases 40] [--seed 1] [--backend opencl]
-        [--repeat 3] [--clock wall|cpu] [--twice]
+        [--rounds 5] [--steps 16] [--step-ms 10] [--clock wall|cpu] [--twice]
 
 Generates producer -> consumer stencil pairs inside a time loop -- 1-D and 2-D, f32 and
 f64, the consumer reading the producer at 1 to 5 points, the producer's expression
 mixing additions, multiplications, divisions and transcendentals for 1 to 300 operations
-of recompute per point, the consumer writing a third array or (jacobi-like) the
-producer's input, which the fusion renames and copies back -- and for each pair:
+of recompute per point (log-uniform), the consumer writing a third array or (jacobi-like)
+the producer's input, which the fusion renames and copies back -- and for each pair:
 
-* the model's decision: ``fuse_program`` with the backend's cost table row (LF-62);
+* the model's decision: ``fuse_program`` with the backend's cost table row (LF-62, LF-75);
 * the measured time of one step of the time loop, unfused and fused (the fusion forced
-  with an unbounded threshold), each the difference of a run of T2 and of T1 steps, best
-  of ``--repeat``, the runs interleaved; the final arrays must be bitwise equal;
-  ``--twice`` measures again and says how often the machine agrees with itself.
+  with an unbounded threshold): :func:`measure` (LF-78), runs of T1 = :data:`FIRST_STEPS`
+  and T1 + ``--steps`` steps (LF-81: T1 runs a fused step too) in ``--rounds``
+  interleaved rounds, the difference of the best runs, and each variant's noise; the
+  final arrays must be bitwise equal; ``--twice`` measures again and says how often the
+  machine agrees with itself.
 
 The model agrees when it fuses exactly the pairs whose fused step is measured faster.
-Prints one line per pair and the agreement (target: at least 90 %); pairs within 5 % of
-a tie are listed apart (noise decides them). The domain is sized so that an unfused step
-takes about ``--step-ms``. About 2 to 3 minutes at the defaults on 2 cores (``--twice``:
-twice that).
+Prints one line per pair, the strict agreement (target: at least 90 %), the disagreements
+within the measured noise apart, and the agreement outside the noise (LF-79). The domain
+is sized so that an unfused step is predicted at ``--step-ms`` (LF-80). About 1 to 2
+minutes at the defaults on 2 cores (``--twice``: twice that).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import sys
 import time
@@ -134,22 +138,91 @@ def make_case(rng: random.Random) -> Case:
     return Case(dims, elem, reads, recompute, kinds, jacobi, text)
 
 
-def step_s(progs: dict[tuple[bool, int], Program], be: object, t1: int, t2: int,
-           repeat: int) -> tuple[float, float, bool]:
-    """Seconds per step unfused and fused (the difference of T2 and T1 steps, best of
-    ``repeat``, the four programs interleaved) and whether the final arrays are equal."""
+@attrs.frozen
+class Measure:
+    """One measurement of a pair: seconds per step unfused and fused, each variant's noise
+    (relative: how far its median sample lies above its best), and whether the final arrays
+    of the two variants are bitwise equal."""
+
+    unfused: float
+    fused: float
+    noise_unfused: float
+    noise_fused: float
+    same: bool
+
+    @property
+    def ratio(self) -> float:
+        return self.fused / self.unfused
+
+    @property
+    def valid(self) -> bool:
+        return self.unfused > 0 and self.fused > 0
+
+    @property
+    def noise(self) -> float:
+        """The relative gap below which the two times are not told apart: the two variants'
+        noise together, at least :data:`NOISE_FLOOR`."""
+        return max(self.noise_unfused + self.noise_fused, NOISE_FLOOR)
+
+    @property
+    def within_noise(self) -> bool:
+        return abs(self.ratio - 1.0) <= self.noise
+
+
+#: the smallest relative gap told apart (a clock's and a cache's jitter on a quiet machine)
+NOISE_FLOOR = 0.02
+
+
+def measure(progs: dict[tuple[bool, int], Program], be: object, t1: int, t2: int,
+            rounds: int) -> Measure:
+    """Time one step of each variant: every round runs the four programs (T1 and T2 steps,
+    unfused and fused) interleaved, in an order that alternates between rounds so drift
+    hits both variants alike; a step's time is the difference of the best T2 and the best T1
+    run over T2 - T1 steps (build, transfers and the first steps cancel; a busy machine only
+    adds time, so the best runs are the least disturbed). A variant's noise is how far its
+    median T2 run lies above its best, relative to its steps' time."""
     outs = {}
     for key, prog in progs.items():
-        r = run_program(prog, device=be, check_races=False)
+        r = run_program(prog, device=be, check_races=False)  # builds, and the result
         outs[key] = b"".join(r.array(a).tobytes() for a in "ABC")
-    best = dict.fromkeys(progs, float("inf"))
-    for _ in range(repeat):
-        for key, prog in progs.items():
+    samples: dict[tuple[bool, int], list[float]] = {key: [] for key in progs}
+    keys = list(progs)
+    for k in range(rounds):
+        for key in (keys if k % 2 == 0 else keys[::-1]):
             s = CLOCK[0]()
-            run_program(prog, device=be, check_races=False)
-            best[key] = min(best[key], CLOCK[0]() - s)
-    tu, tf = ((best[f, t2] - best[f, t1]) / (t2 - t1) for f in (False, True))
-    return tu, tf, outs[False, t2] == outs[True, t2]
+            run_program(progs[key], device=be, check_races=False)
+            samples[key].append(CLOCK[0]() - s)
+    steps: dict[bool, float] = {}
+    noise: dict[bool, float] = {}
+    for f in (False, True):
+        big, small = sorted(samples[f, t2]), sorted(samples[f, t1])
+        steps[f] = (big[0] - small[0]) / (t2 - t1)
+        spread = (big[len(big) // 2] - big[0]) / (t2 - t1)
+        noise[f] = spread / steps[f] if steps[f] > 0 else float("inf")
+    return Measure(steps[False], steps[True], noise[False], noise[True],
+                   outs[False, t2] == outs[True, t2])
+
+
+#: the steps of the shorter run T1 (LF-81): the fused program runs its last iteration as the
+#: original loops (the intermediate is read after the time loop), so a run of one step
+#: would never run the fused loop: the fused variant's costs per run (allocating and
+#: zeroing the renamed array's copy, its transfers) would then fall on T2 alone and be
+#: counted per step. Two steps run the fused loop once in T1 too, and they cancel.
+FIRST_STEPS = 2
+
+
+#: the most points of a pair's domain: the calibration's domain (benchmarks/calibrate.py
+#: --points), so that the arrays stay in the last-level cache as they did there (LF-80)
+MAX_POINTS = 1 << 19
+
+
+def domain_size(per_point_ns: float, dims: int, step_ms: float) -> int:
+    """The extent ``n`` of a pair's domain (``n`` or ``n x n`` points) whose unfused step is
+    predicted at ``step_ms`` (LF-80): at most :data:`MAX_POINTS` points, at least 256 (1-D)
+    or 48^2."""
+    n = int((step_ms * 1e6 / max(per_point_ns, 0.5)) ** (1 / dims))
+    cap = MAX_POINTS if dims == 1 else math.isqrt(MAX_POINTS)
+    return max(min(n, cap), 256 if dims == 1 else 48)
 
 
 def main() -> int:
@@ -157,8 +230,11 @@ def main() -> int:
     ap.add_argument("--cases", type=int, default=40)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--backend", default="opencl")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--step-ms", type=float, default=20.0)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="interleaved rounds per measurement (best and median of them)")
+    ap.add_argument("--steps", type=int, default=16,
+                    help="steps of the time loop timed per run (beyond the first)")
+    ap.add_argument("--step-ms", type=float, default=10.0)
     ap.add_argument("--twice", action="store_true",
                     help="measure each pair twice and say how often the two agree")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
@@ -171,10 +247,12 @@ def main() -> int:
               f"{be.name} --write first")
         return 1
     rng = random.Random(args.seed)
-    agree, total, ties, ok = 0, 0, 0, True
-    faster_n, faster_fused, slower_refused, self_agree, unmeasured = 0, 0, 0, 0, 0
+    t1, t2 = FIRST_STEPS, FIRST_STEPS + args.steps
+    tally = Tally()
+    ok = True
     start = time.perf_counter()
-    print(f"cost model against measurement on {be.name}, {args.cases} generated pairs")
+    print(f"cost model against measurement on {be.name}, {args.cases} generated pairs, "
+          f"{args.rounds} rounds of {args.steps} steps, clock {args.clock}")
     for k in range(args.cases):
         case = make_case(rng)
         probe = parse_program(case.text(64, 1), "sweep.sk")
@@ -182,9 +260,7 @@ def main() -> int:
         if forced.plan is None or forced.plan.cost.prediction is None:
             print(f"  {k:>3} {case.describe()}: not fusable ({forced})")
             continue
-        per_point = forced.plan.cost.prediction.unfused_ns
-        n = int((args.step_ms * 1e6 / max(per_point, 0.5)) ** (1 / case.dims))
-        n = max(min(n, 1 << 20 if case.dims == 1 else 1024), 256 if case.dims == 1 else 48)
+        n = domain_size(forced.plan.cost.prediction.unfused_ns, case.dims, args.step_ms)
         # the model's decision on the program as run (its domain: n declared)
         probe = parse_program(case.text(n, 1), "sweep.sk")
         forced = fuse_program(probe, FusionOptions(threshold=1e300, backend=be.name))[1][-1]
@@ -192,53 +268,105 @@ def main() -> int:
         pred = forced.plan.cost.prediction
         model_fuses = fuse_program(probe, FusionOptions(backend=be.name))[1][-1].fused
         assert model_fuses == pred.faster, (model_fuses, pred)
-        ratio_txt = str(pred)
         progs = {}
         for fused in (False, True):
-            for t in (2, 6):
+            for t in (t1, t2):
                 p = parse_program(case.text(n, t), "sweep.sk")
                 if fused:
                     p, reps = fuse_program(p, FusionOptions(threshold=1e300))
                     assert reps[-1].fused, reps[-1]
                 progs[fused, t] = offload(p)
-        tu, tf, same = step_s(progs, be, 2, 6, args.repeat)
-        ok &= same
-        if tu <= 0 or tf <= 0:  # more steps ran faster than fewer: noise, not a measure
-            unmeasured += 1
+        m = measure(progs, be, t1, t2, args.rounds)
+        ok &= m.same
+        bitwise = "" if m.same else "  NOT BITWISE"
+        if not m.valid:  # more steps ran faster than fewer: noise, not a measure
+            tally.unmeasured += 1
             print(f"  {k:>3} {case.describe()} n={n}: not measurable (a step's time came "
-                  f"out <= 0: noise){'' if same else '  NOT BITWISE'}")
+                  f"out <= 0: noise){bitwise}")
             continue
-        faster = tf < tu
-        r = tf / tu
         again = ""
+        second = None
         if args.twice:  # a second measurement: how often the machine agrees with itself
-            tu2, tf2, _ = step_s(progs, be, 2, 6, args.repeat)
-            tu2, tf2 = max(tu2, 1e-12), max(tf2, 1e-12)
-            self_agree += (tf2 < tu2) == faster
-            again = f" (again: {tf2 / tu2:.2f})"
-        tie = abs(r - 1) < 0.05
-        total += 1
-        ties += tie
-        agree += faster == model_fuses
-        faster_n += faster
-        faster_fused += faster and model_fuses
-        slower_refused += not faster and not model_fuses
-        mark = "agrees" if faster == model_fuses else "DISAGREES"
-        print(f"  {k:>3} {case.describe()} n={n}: measured fused/unfused {r:.2f}{again}, model "
-              f"{'fuses' if model_fuses else 'refuses'}: {mark}{' (tie)' if tie else ''}"
-              f"{'' if same else '  NOT BITWISE'}\n        {ratio_txt}")
-    pct = 100.0 * agree / total if total else 0.0
-    print(f"fused measured faster in {faster_n} pairs, {faster_fused} of them fused by the "
-          f"model; fused measured slower in {total - faster_n}, {slower_refused} of them "
-          f"refused (always refusing would agree in {total - faster_n}/{total})")
-    if args.twice:
-        print(f"the two measurements agree on the faster variant in {self_agree}/{total} "
-              "pairs (the noise's bound on any model's agreement)")
-    print(f"agreement: {agree}/{total} = {pct:.0f} % ({ties} within 5 % of a tie; "
-          f"{unmeasured} not measurable); "
-          f"bitwise identical {'every' if ok else 'NOT every'} pair; "
+            second = measure(progs, be, t1, t2, args.rounds)
+            again = f" (again {second.ratio:.2f})" if second.valid else " (again: not valid)"
+        mark = tally.add(m, model_fuses, second, pred.ratio)
+        print(f"  {k:>3} {case.describe()} n={n}: measured fused/unfused {m.ratio:.2f} "
+              f"(noise {m.noise:.0%}){again}, model {'fuses' if model_fuses else 'refuses'}"
+              f" ({pred.ratio:.2f}): {mark}{bitwise}\n        {pred}")
+    for line in tally.summary(args.twice):
+        print(line)
+    print(f"bitwise identical {'every' if ok else 'NOT every'} pair; "
           f"{time.perf_counter() - start:.0f} s")
     return 0 if ok else 1
+
+
+@attrs.define
+class Tally:
+    """The sweep's counts (LF-68, LF-78): strict agreement, the disagreements within the
+    measured noise counted apart, and the second measurement's agreement with the first."""
+
+    total: int = 0
+    agree: int = 0
+    within: int = 0              # cases whose two times lie within the measured noise
+    disagree_within: int = 0     # disagreements among those
+    faster: int = 0
+    faster_fused: int = 0
+    slower_refused: int = 0
+    unmeasured: int = 0
+    again: int = 0               # cases measured a second time (validly)
+    self_agree: int = 0
+    self_disagree_within: int = 0
+    log_errors: list[float] = attrs.field(factory=list)  # log(predicted / measured), LF-83
+
+    def add(self, m: Measure, model_fuses: bool, second: Measure | None,
+            predicted: float | None = None) -> str:
+        faster = m.fused < m.unfused
+        self.total += 1
+        if predicted is not None and predicted > 0 and m.valid:
+            self.log_errors.append(math.log(predicted / m.ratio))
+        self.within += m.within_noise
+        self.faster += faster
+        self.faster_fused += faster and model_fuses
+        self.slower_refused += not faster and not model_fuses
+        agrees = faster == model_fuses
+        self.agree += agrees
+        self.disagree_within += not agrees and m.within_noise
+        if second is not None and second.valid:
+            self.again += 1
+            same = (second.fused < second.unfused) == faster
+            self.self_agree += same
+            self.self_disagree_within += not same and (m.within_noise or second.within_noise)
+        if agrees:
+            return "agrees"
+        return "DISAGREES (within the noise)" if m.within_noise else "DISAGREES"
+
+    def summary(self, twice: bool) -> list[str]:
+        pct = 100.0 * self.agree / self.total if self.total else 0.0
+        clear = self.total - self.within
+        clear_agree = self.agree - (self.within - self.disagree_within)
+        lines = [
+            f"fused measured faster in {self.faster} pairs, {self.faster_fused} of them fused "
+            f"by the model; fused measured slower in {self.total - self.faster}, "
+            f"{self.slower_refused} of them refused (always refusing would agree in "
+            f"{self.total - self.faster}/{self.total})",
+            f"agreement: {self.agree}/{self.total} = {pct:.0f} % strict; "
+            f"{self.total - self.agree} disagreements, {self.disagree_within} of them within "
+            f"the measured noise; {self.within} pairs within the noise in all; outside it "
+            f"{clear_agree}/{clear}; {self.unmeasured} not measurable"]
+        if self.log_errors:  # LF-83: how close the predicted ratios are
+            e = self.log_errors
+            bias = math.exp(sum(e) / len(e))
+            spread = math.exp(sum(abs(x) for x in e) / len(e))
+            lines.append(f"predicted / measured ratio: geometric mean {bias:.2f}, "
+                         f"off by a factor {spread:.2f} on average (either way)")
+        if twice:
+            spct = 100.0 * self.self_agree / self.again if self.again else 0.0
+            lines.append(
+                f"self-agreement: the two measurements agree on the faster variant in "
+                f"{self.self_agree}/{self.again} = {spct:.0f} % of pairs "
+                f"({self.again - self.self_agree - self.self_disagree_within} flips outside "
+                "the noise)")
+        return lines
 
 
 if __name__ == "__main__":

@@ -2,13 +2,17 @@
 passes (LF-50: boundary reads) against unfused, offloaded on one backend, side by side in
 one run (issue 15's acceptance: the PolyBench ratios).
 
-    .venv/bin/python benchmarks/polybench.py [--repeat 5] [--backend opencl] [--swap]
+    .venv/bin/python benchmarks/polybench.py [--repeat 5] [--backend opencl|c] [--swap]
+        [--compare-split]
 
 Each program runs once first (kernel builds), then ``--repeat`` times alternately fused
 (forced: LF-13 with an unbounded threshold) and unfused; the fastest run of each counts.
 The last column is the cost model's decision for the backend (LF-62: fused or refused,
 with its prediction). The final arrays are compared bitwise (the
-script fails otherwise). The sizes are larger than PolyBench's MINI so that the kernels,
+script fails otherwise). ``--compare-split`` also times the fused program with LF-52's
+interior test inside the loop instead of the interior nest and boundary strips of LF-85
+(``FusionOptions(split=False)``), in the same alternation: the last columns. The sizes are
+larger than PolyBench's MINI so that the kernels,
 not the host, dominate.
 """
 
@@ -23,22 +27,39 @@ from pathlib import Path
 from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
 from sarek_py.host.interp import run_program
 from sarek_py.host.offload import offload
+from sarek_py.ir.host.program import Program
 from sarek_py.ir.host.text import parse_program
 from sarek_py.runtime import get_backend
 
+#: the key of the fused program with LF-52's test inside the loop (--compare-split)
+LOOP_TEST = "loop-test"
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = (("jacobi-1d", {"n": 100000, "tsteps": 20}, "A"),
             ("jacobi-2d", {"n": 512, "tsteps": 20}, "A"),
             ("heat-3d", {"n": 64, "tsteps": 20}, "A"))
 
 
-def main() -> int:
+#: --small: sizes for a check that the script runs (tests/test_loop_fusion_split.py, LF-90)
+SMALL = {"n": 6, "tsteps": 2}
+
+
+def _ratio(x: float, y: float) -> str:
+    """``x / y`` to two places, ``-`` when ``y`` is not positive (a step lost in noise)."""
+    return f"{x / y:.2f}" if y > 0 else "-"
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--backend", default="opencl")
     ap.add_argument("--swap", action="store_true",
                     help="ping-pong the renamed arrays (PP-4) instead of copying them back")
-    args = ap.parse_args()
+    ap.add_argument("--compare-split", action="store_true",
+                    help="also time the fused program with the interior test inside the "
+                         "loop (LF-52) instead of separate loops (LF-85)")
+    ap.add_argument("--small", action="store_true",
+                    help=f"tiny sizes ({SMALL}): checks the script, measures nothing")
+    args = ap.parse_args(argv)
     be = get_backend(args.backend)
     print(f"PolyBench stencils, backend {be.name}, best of {args.repeat}: ms of the whole "
           "program, and µs of one time step (the difference of runs of tsteps and 2 tsteps "
@@ -46,8 +67,9 @@ def main() -> int:
     print(f"  {'program':<10} {'sizes':<28} {'unfused':>8} {'fused':>8} {'ratio':>6} "
           f"{'step u':>8} {'step f':>8} {'ratio':>6}  model")
     ok = True
-    for name, sizes, out in PROGRAMS:
-        progs = {}
+    for name, published, out in PROGRAMS:
+        sizes = SMALL if args.small else published
+        progs: dict[tuple[bool | str, int], Program] = {}
         for steps in (sizes["tsteps"], 2 * sizes["tsteps"]):
             text = (ROOT / "tests" / "corpus" / "polybench" / f"{name}.sk").read_text()
             for v, x in {**sizes, "tsteps": steps}.items():
@@ -56,6 +78,10 @@ def main() -> int:
             q, _ = fuse_program(p, FusionOptions(threshold=1e300, swap=args.swap,
                                                  backend=be.name))
             progs[False, steps], progs[True, steps] = offload(p), offload(q)
+            if args.compare_split:
+                q, _ = fuse_program(p, FusionOptions(threshold=1e300, swap=args.swap,
+                                                     backend=be.name, split=False))
+                progs[LOOP_TEST, steps] = offload(q)
         _, model = fuse_program(p, FusionOptions(swap=args.swap, backend=be.name))
         costs = "; ".join(("fuses: " + str(r.plan.cost)) if r.plan is not None else
                           f"refuses: [{r.refusal.rule}] {r.refusal.reason}"
@@ -64,6 +90,9 @@ def main() -> int:
         ra = run_program(progs[False, t1], device=be, check_races=False)
         rb = run_program(progs[True, t1], device=be, check_races=False)
         same = ra.array(out).tobytes() == rb.array(out).tobytes()
+        if args.compare_split:
+            rc = run_program(progs[LOOP_TEST, t1], device=be, check_races=False)
+            same &= ra.array(out).tobytes() == rc.array(out).tobytes()
         ok &= same
         best = dict.fromkeys(progs, float("inf"))
         for _ in range(args.repeat):
@@ -73,9 +102,15 @@ def main() -> int:
                 best[key] = min(best[key], time.perf_counter() - t)
         a, b = best[False, t1], best[True, t1]
         sa, sb = ((best[f, 2 * t1] - best[f, t1]) / t1 for f in (False, True))
+        extra = ""
+        if args.compare_split:
+            c = best[LOOP_TEST, t1]
+            sc = (best[LOOP_TEST, 2 * t1] - c) / t1
+            extra = (f"  test in the loop (LF-52): {c * 1e3:.1f} ms ({c / a:.2f}), step "
+                     f"{sc * 1e6:.0f} µs ({_ratio(sc, sa)})")
         print(f"  {name:<10} {str(sizes):<28} {a * 1e3:8.1f} {b * 1e3:8.1f} {b / a:6.2f} "
-              f"{sa * 1e6:8.0f} {sb * 1e6:8.0f} {sb / sa:6.2f}"
-              f"  {costs or 'nothing fused'}{'' if same else '  NOT BITWISE'}")
+              f"{sa * 1e6:8.0f} {sb * 1e6:8.0f} {_ratio(sb, sa):>6}"
+              f"  {costs or 'nothing fused'}{'' if same else '  NOT BITWISE'}{extra}")
     print(f"  bitwise identical {'every' if ok else 'NOT every'} final array")
     return 0 if ok else 1
 

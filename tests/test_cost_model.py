@@ -100,7 +100,9 @@ def test_lf61_counts_by_kind() -> None:
     c = body_counts("y[i] <- i > 3 ? exp(x[i]) : -x[i]")
     assert (c["select"], c["f64_transc"], c["f64_op"], c["int_op"]) == (1, 1, 1, 1)
     c = body_counts("if i > 2 then y[i] <- x[i] / 2.0 else y[i] <- x[i] * 2.0")
-    assert (c["select"], c["f64_div"], c["f64_op"], c["load"], c["byte"]) == (1, 1, 1, 1, 16)
+    # LF-76: an if statement's test is a branch, not a select
+    assert (c["branch"], c["select"], c["f64_div"], c["f64_op"], c["load"], c["byte"]) == \
+        (1, 0, 1, 1, 1, 16)
 
 
 def test_lf61_the_same_element_is_one_load() -> None:

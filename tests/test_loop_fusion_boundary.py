@@ -170,11 +170,16 @@ def test_lf51_subscript_of_another_type_is_refused() -> None:
 
 def test_lf52_interior_has_no_selects() -> None:
     """LF-52: the fused body is one test: the interior (every read in the domain) recomputes
-    plainly, the rest keeps the selects; with the interior empty it still runs (above)."""
-    out, r = pair(prog(JACOBI_P, JACOBI_C))
-    assert r.plan is not None and r.plan.interior is not None
+    plainly, the rest keeps the selects; with the interior empty it still runs (above).
+    LF-88: a producer whose store is under a test has no box, so the test stays in the
+    loop (a box splits into loops of their own: tests/test_loop_fusion_split.py)."""
+    guarded = JACOBI_P.replace("do f[i]", "do if i != 0 then f[i]")
+    out, r = pair(prog(guarded, JACOBI_C))
+    assert r.plan is not None and r.plan.interior is not None and r.plan.split is None
+    assert "under a test" in str(r) and "(LF-88)" in str(r), str(r)
+    assert fused_at_every_size(guarded, JACOBI_C) == 9
     [fused] = [s for s in iter_host(out.body) if isinstance(s, ParFor)
-               and isinstance(s.body, If)]
+               and isinstance(s.body, If) and s.body.else_ is not None]
     assert isinstance(fused.body, If) and fused.body.else_ is not None
     assert not any(isinstance(x, Cond) for x in iter_nodes(fused.body.then))
     assert sum(isinstance(x, Cond) for x in iter_nodes(fused.body.else_)) == 3

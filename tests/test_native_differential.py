@@ -287,7 +287,8 @@ def test_nat52_generated_nd_launches_bitwise_on_c_fuzz() -> None:
 
 def test_nat50_every_adversarial_rule_is_cited() -> None:
     """Every rule NAT-50 … NAT-79 of specs/native.md is cited by a test of the adversarial
-    files (tests/test_native_{differential,corpus,march,peers,adversarial}.py)."""
+    files (tests/test_native_{differential,corpus,march,peers,adversarial,redteam2,
+    rowsplit,prepared}.py)."""
     import re
     from pathlib import Path
 
@@ -295,7 +296,8 @@ def test_nat50_every_adversarial_rule_is_cited() -> None:
     spec = (here.parent / "specs" / "native.md").read_text()
     rules = {int(n) for n in re.findall(r"\*\*NAT-(\d+) ", spec) if 50 <= int(n) <= 79}
     cited: set[int] = set()
-    for name in ("differential", "corpus", "march", "peers", "adversarial"):
+    for name in ("differential", "corpus", "march", "peers", "adversarial", "redteam2",
+                 "rowsplit", "prepared"):
         text = (here / f"test_native_{name}.py").read_text().replace("NAT-50 … NAT-79", "")
         cited |= {int(n) for n in re.findall(r"def test_nat(\d+)", text)}
         cited |= {int(n) for n in re.findall(r"NAT-(\d+)", text)}

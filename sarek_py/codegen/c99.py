@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import textwrap
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sarek_py.codegen.dialect import Dialect, math_names
+from sarek_py.codegen.rowsplit import RowRange
 from sarek_py.ir.dynamic_shared import dynamic_shared
 from sarek_py.ir.memo import IdentityCache
 from sarek_py.ir.nodes import Atomic, Barrier, Kernel
@@ -141,12 +142,13 @@ _SUPPORT = (
 
 
 def driver(kname: str, thread_fn: str, params: Sequence[str], names: Sequence[str],
-           checks: bool) -> str:
+           checks: bool, rows: RowRange | None = None) -> str:
     """The exported C function of kernel ``kname`` (NAT-3): the launch's blocks in a
     ``#pragma omp parallel for`` loop, each block's threads in the interpreter's order,
     calling the thread function ``thread_fn`` with the kernel's arguments ``names`` and
     the thread's :c:type:`sarek_ids`; ``checks``: the kernel records bounds faults, so the
-    thread number is set for them first (NAT-8)."""
+    thread number is set for them first (NAT-8); ``rows``: the range of a row's threads
+    that pass the kernel's leading guard, which run without it (NAT-65)."""
     head = f"void {kname}({', '.join([*params, 'const int* sarek_shape'])})"
     if len(head) > 100:
         head = (f"void {kname}(\n" + ",\n".join("    " + p for p in
@@ -157,11 +159,18 @@ def driver(kname: str, thread_fn: str, params: Sequence[str], names: Sequence[st
     # sarek_running, which points at the block's one copy, so its threads stay in order
     simd = not checks
     ids = "sarek_lane" if simd else "sarek_id"
-    call = f"{thread_fn}({', '.join([*names, ids])});"
-    if len(call) > 80:  # the arguments wrapped, as a C programmer would
-        wrapped = textwrap.wrap(", ".join([*names, ids]) + ");", 76,
-                                break_long_words=False, break_on_hyphens=False)
-        call = f"{thread_fn}(\n" + "\n".join("              " + w for w in wrapped)
+
+    def call(edge: str | None = None) -> str:
+        args = [*names, *([edge] if edge else []), ids]
+        text = f"{thread_fn}({', '.join(args)});"
+        if len(text) > 80:  # the arguments wrapped, as a C programmer would
+            wrapped = textwrap.wrap(", ".join(args) + ");", 76,
+                                    break_long_words=False, break_on_hyphens=False)
+            text = f"{thread_fn}(\n" + "\n".join("              " + w for w in wrapped)
+        return text
+
+    if rows is not None and not simd:
+        raise ValueError("a row range needs the unchecked build's simd rows (NAT-65)")
     fault = ["    sarek_running = &sarek_id;"] if checks else []
     # every local is a hidden sarek_ name: the kernel's parameters keep their own names
     lines = [
@@ -195,12 +204,12 @@ def driver(kname: str, thread_fn: str, params: Sequence[str], names: Sequence[st
         "        // below the count, so below 2^31 (LCH-21): an int, as the loop's index",
         "        const int sarek_first = sarek_nx ? (int)sarek_row : 0;",
         "        sarek_id.ty = sarek_ty; sarek_id.tz = sarek_tz;",
-        *(_simd_row(call) if simd else [
+        *(_split_row(call, rows) if rows is not None else _simd_row(call()) if simd else [
             "        for (int sarek_t = sarek_first; sarek_t < sarek_first + sarek_nx;"
             " sarek_t++) {",
             "          sarek_id.tx = sarek_t - sarek_first;",
             "          sarek_id.flat = sarek_t;",
-            f"          {call}",
+            f"          {call()}",
             "        }"]),
         "        sarek_row += sarek_id.bdx;",
         "      }",
@@ -211,22 +220,53 @@ def driver(kname: str, thread_fn: str, params: Sequence[str], names: Sequence[st
     return "\n".join(lines) + "\n"
 
 
-def _simd_row(call: str) -> list[str]:
-    """The row of a block's threads as a ``#pragma omp simd`` loop (NAT-36): each thread
-    (lane) with its own ``sarek_ids``, calling the thread function with it."""
+def _simd_row(call: str, first: str = "0", end: str = "sarek_nx",
+              declare: bool = True) -> list[str]:
+    """The row of a block's threads (those from ``first`` below ``end``) as a ``#pragma
+    omp simd`` loop (NAT-36): each thread (lane) with its own ``sarek_ids``, calling the
+    thread function with it."""
+    start = "sarek_first" if first == "0" else f"sarek_first + {first}"
     return [
-        "        // the threads of a row side by side in vector lanes: in a kernel without",
-        "        // barriers, shared memory or atomics, one thread sees another's writes",
-        "        // only through a race (NAT-36); sarek_x and sarek_t count together",
-        "        int sarek_t = sarek_first;",
+        *([
+            "        // the threads of a row side by side in vector lanes: in a kernel without",
+            "        // barriers, shared memory or atomics, one thread sees another's writes",
+            "        // only through a race (NAT-36); sarek_x and sarek_t count together",
+        ] if declare else []),
+        f"        {'int ' if declare else ''}sarek_t = {start};",
         "        #pragma omp simd linear(sarek_t)",
-        "        for (int sarek_x = 0; sarek_x < sarek_nx; sarek_x++) {",
+        f"        for (int sarek_x = {first}; sarek_x < {end}; sarek_x++) {{",
         "          sarek_ids sarek_lane = sarek_id;",
         "          sarek_lane.tx = sarek_x;",
         "          sarek_lane.flat = sarek_t;",
         f"          {call}",
         "          sarek_t++;",
         "        }",
+    ]
+
+
+def _split_row(call: Callable[[str | None], str], rows: RowRange) -> list[str]:
+    """The row of a block's threads in three ``#pragma omp simd`` loops (NAT-65): the
+    threads before the range that passes the kernel's leading guard and those after it
+    test the guard (``sarek_edge`` true), the threads inside it run without it. The row
+    range is computed once per row, in ``long long`` (where the ranges keep it), then
+    clamped to the row: ``0 <= sarek_in <= sarek_out <= sarek_nx``."""
+    lines = [
+        "        // the threads x of the row with sarek_in <= x < sarek_out pass the kernel's",
+        "        // leading guard: they run without it, the others test it (NAT-65)",
+        "        sarek_id.tx = 0;  // the bounds read the row's first thread",
+        "        sarek_id.flat = sarek_first;",
+        "        long long sarek_lo = 0, sarek_hi = sarek_nx;",
+        *(f"        sarek_lo = sarek_max_i64(sarek_lo, {b});" for b in rows.first),
+        *(f"        sarek_hi = sarek_min_i64(sarek_hi, {b});" for b in rows.end),
+        *(f"        if ({w}) sarek_hi = 0;" for w in rows.whole),
+        "        const int sarek_out = sarek_hi < 0 ? 0 : (int)sarek_hi;",
+        "        const int sarek_in = sarek_lo > sarek_out ? sarek_out : (int)sarek_lo;",
+    ]
+    return [
+        *lines,
+        *_simd_row(call("true"), "0", "sarek_in"),
+        *_simd_row(call("false"), "sarek_in", "sarek_out", declare=False),
+        *_simd_row(call("true"), "sarek_out", "sarek_nx", declare=False),
     ]
 
 

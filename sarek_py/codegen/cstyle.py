@@ -46,6 +46,7 @@ from sarek_py.codegen.bounds import (
 from sarek_py.codegen.dialect import Dialect
 from sarek_py.codegen.minmax import minmax_name, minmax_prelude
 from sarek_py.codegen.names import Namer
+from sarek_py.codegen.rowsplit import RowGuard, RowRange, row_guard
 from sarek_py.codegen.shallow import shallow_kernel
 from sarek_py.codegen.speculate import speculation_guard
 from sarek_py.codegen.wrap import BINARY_WORDS, WrapOp, wrap_name, wrap_prelude
@@ -186,6 +187,9 @@ class _Function:
         self.ranges: dict[int, Range] = {}
         #: the kernel's own guard that also tests the launch's thread count (CG-21)
         self.count_guard: If | None = None
+        #: the kernel's leading guard that the launch skips for a row's threads inside
+        #: the range it computes (NAT-65), tested only where ``sarek_edge`` is true
+        self.row_guard: RowGuard | None = None
         #: the named wrapping operations the code calls (CG-18, CG-25)
         self.wrapping: set[WrapOp] = set()
         #: bounds checks (CG-22): whether accesses are checked, whether this function has
@@ -663,6 +667,19 @@ class _Function:
                 self.emit(f"{self.name(v)} = {text};", depth)
             case Store():
                 self.store(s, depth)
+            case If(cond=c, then=t) if self.row_guard is not None and s is self.row_guard.guard:
+                self.emit("// a row's threads that pass this test run without it (NAT-65)",
+                          depth)
+                if not self.row_guard.enter:
+                    self.emit(f"if ({EDGE} && ({self.expr(c)[0]})) {{", depth)
+                    self.emit("return;", depth + 1)
+                    self.emit("}", depth)
+                else:
+                    saved = self.ranges
+                    self.emit(f"if (!{EDGE} || ({self.expr(c)[0]})) {{", depth)
+                    self.branch(t, refine(c, saved, True), depth + 1)
+                    self.ranges = saved
+                    self.emit("}", depth)
             case If(cond=c) if s is self.count_guard:
                 # CG-21: threads past the launch's count leave with the kernel's own guard
                 self.emit("// threads past the launch's count stop here too", depth)
@@ -916,6 +933,39 @@ def _accesses(body: Stmt, oob_helpers: set[str]) -> bool:
                or (isinstance(n, Call) and n.func in oob_helpers) for n in iter_nodes(body))
 
 
+#: the thread function's flag that makes it test the leading guard (NAT-65)
+EDGE = "sarek_edge"
+
+
+def _row_range(k: _Function, g: RowGuard) -> RowRange:
+    """The C of the row range of ``g`` for the launch function (NAT-65): the bounds'
+    expressions read only parameters, extents and the thread intrinsics, which the launch
+    function has under the same names (its ``sarek_id`` set to the row's first thread);
+    the differences are computed in the dialect's 64-bit integer, where the ranges keep them
+    (:mod:`sarek_py.codegen.rowsplit`)."""
+    k.ranges = {}
+
+    def wide(e: Expr) -> str:
+        text, prec = k.expr(e)
+        if scalar_type_of(e) is Scalar.I64:
+            return _paren(text, prec, _PREC[BinaryOp.SUB] + 1)
+        return f"({k.ctype(Scalar.I64)}){_paren(text, prec, _UNARY)}"
+
+    first: list[str] = []
+    end: list[str] = []
+    whole: list[str] = []
+    for b in g.bounds:
+        if b.step == 0:
+            whole.append(k.expr(b.lhs)[0])
+            continue
+        assert b.rhs is not None
+        diff = f"{wide(b.lhs)} - {wide(b.rhs)}"
+        # x >= diff (+ 1 where the test was <=); x <= diff (- 1), so x < diff + 1 (+ 0)
+        one = (b.step == 1) != b.strict
+        (first if b.step == 1 else end).append(diff + (" + 1" if one else ""))
+    return RowRange(tuple(first), tuple(end), tuple(whole))
+
+
 def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
     """C source of ``kernel`` (and the helpers it calls) for dialect ``d``, with its ABI;
     ``checked=False`` leaves the array accesses unchecked (CG-22, CG-24)."""
@@ -1030,15 +1080,24 @@ def emit(kernel: Kernel, d: Dialect, *, checked: bool = True) -> Emitted:
         if k.count_guard is None:
             k.emit("// threads past the launch's count stop here", 1)
             k.emit(f"if (({d.flat_id}) >= sarek_threads) return;", 1)
+    if d.driver is not None and not k.has_oob:
+        # NAT-65: a guard affine in the thread's x is skipped inside the row's range
+        k.row_guard = row_guard(kernel)
+        if k.row_guard is not None:
+            k.namer.hidden(EDGE)
     k.stmt(kernel.body, 1)
     if d.driver is None:
         chunks.append(_signature(f"{d.kernel_qualifier} {kname}", params) + " {\n"
                       + "\n".join(k.lines) + "\n}\n")
     else:  # NAT-3: the body is one thread's function, the driver runs the launch's threads
         tname = gnamer.fresh(kname + d.thread_suffix)
-        chunks.append(_signature(f"{d.kernel_qualifier} {tname}", [*params, d.thread_param])
+        edge = [] if k.row_guard is None else [f"bool {EDGE}"]
+        chunks.append(_signature(f"{d.kernel_qualifier} {tname}",
+                                 [*params, *edge, d.thread_param])
                       + " {\n" + "\n".join(k.lines) + "\n}\n")
-        chunks.append(d.driver(kname, tname, params, [a.name for a in cargs], k.has_oob))
+        rows = None if k.row_guard is None else _row_range(k, k.row_guard)
+        chunks.append(d.driver(kname, tname, params, [a.name for a in cargs], k.has_oob,
+                               rows))
     uses_f64 |= k.uses_f64
     wrapping |= k.wrapping
     atomic_loops |= k.atomic_loops

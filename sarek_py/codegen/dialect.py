@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
+from sarek_py.codegen.rowsplit import RowRange
 from sarek_py.ir.nodes import Kernel
 from sarek_py.ir.types import Scalar
 
@@ -70,11 +71,13 @@ class Dialect:
     #: a target without a thread grid (C + OpenMP, NAT-3): the kernel's body becomes the
     #: function of one thread, named with ``thread_suffix`` and taking ``thread_param``
     #: (what ``thread`` and ``flat_id`` read) last; ``driver(name, thread function,
-    #: parameters, argument names, checks)`` writes the exported function that runs the
-    #: launch's threads
+    #: parameters, argument names, checks, row range)`` writes the exported function that
+    #: runs the launch's threads; a row range (NAT-65) gives the thread function a
+    #: ``bool sarek_edge`` before ``thread_param``, which the threads in it get false
     thread_param: str = ""
     thread_suffix: str = ""
-    driver: Callable[[str, str, Sequence[str], Sequence[str], bool], str] | None = None
+    driver: Callable[[str, str, Sequence[str], Sequence[str], bool, RowRange | None],
+                     str] | None = None
     #: the thread number the bounds checks record, where it is not ``flat_id`` (NAT-8)
     fault_thread: str = ""
     #: the qualifiers of a function the compiler keeps out of the hot path: where set, a

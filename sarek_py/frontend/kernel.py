@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import threading
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, Protocol, overload
@@ -48,6 +49,22 @@ class Recorder(Protocol):
 RECORDER: ContextVar[Recorder | None] = ContextVar("sarek_pipeline", default=None)
 
 
+#: held while a kernel or helper is translated on first use (FE-100): threads that use a
+#: new kernel at once translate it once, and wait for it. A translation runs on a deep
+#: thread (:func:`call_deep`) whose caller holds this lock; the helpers it translates in
+#: turn run on that deep thread, which does not take it again.
+_TRANSLATING = threading.RLock()
+
+
+def _translated(translate: Callable[[], Any]) -> Any:
+    """``translate()`` under :data:`_TRANSLATING` (FE-100), or directly on the deep
+    thread of a translation already holding it."""
+    if in_deep_thread():
+        return translate()
+    with _TRANSLATING:
+        return translate()
+
+
 class LaunchArgumentError(SarekError):
     """Arguments that do not match a kernel's parameters, or a bad launch configuration."""
 
@@ -65,15 +82,21 @@ class HelperFunction:
 
     def _translate(self) -> tuple[HelperFunc, tuple[HelperFunc, ...]]:
         if self._ir is None:
-            if self._busy:
-                raise SarekError(f"helper '{self.fn.__name__}' calls itself (directly or "
-                                 "through other helpers): recursion is not supported")
-            self._busy = True
-            try:
-                self._ir = call_deep(translate_helper, self.fn, pure=self.pure)
-            finally:
-                self._busy = False
+            _translated(self._translate_once)
+        assert self._ir is not None
         return self._ir
+
+    def _translate_once(self) -> None:
+        if self._ir is not None:  # another thread translated it while this one waited
+            return
+        if self._busy:
+            raise SarekError(f"helper '{self.fn.__name__}' calls itself (directly or "
+                             "through other helpers): recursion is not supported")
+        self._busy = True
+        try:
+            self._ir = call_deep(translate_helper, self.fn, pure=self.pure)
+        finally:
+            self._busy = False
 
     def helper_ir(self) -> HelperFunc:
         """The IR of this helper."""
@@ -104,8 +127,13 @@ class KernelFunction:
     def ir(self) -> Kernel:
         """The IR kernel, translated on first access and checked."""
         if self._ir is None:
-            self._ir = call_deep(translate_kernel, self.fn, self.name)
+            _translated(self._translate_once)
+        assert self._ir is not None
         return self._ir
+
+    def _translate_once(self) -> None:
+        if self._ir is None:  # else another thread translated it while this one waited
+            self._ir = call_deep(translate_kernel, self.fn, self.name)
 
     def kernel_ir(self) -> Kernel:
         return self.ir

@@ -11,6 +11,9 @@ from typing import Any
 from sarek_py.ir.host.program import HostError
 from sarek_py.ir.nodes import Var
 
+#: what a frame's dict gives for a variable it does not hold (a value may be ``None``)
+_MISSING = object()
+
 
 class Frame(MutableMapping[str, Any]):
     """The variables a statement sees, by :class:`Var` (and by name for launches):
@@ -29,7 +32,13 @@ class Frame(MutableMapping[str, Any]):
         raise HostError(f"host variable '{v.name}' is not declared here")
 
     def get_var(self, v: Var) -> Any:
-        return self.owner(v)[v]
+        f: Frame | None = self
+        while f is not None:  # one look-up per frame (the host's most frequent call)
+            x = f.own.get(v, _MISSING)
+            if x is not _MISSING:
+                return x
+            f = f.outer
+        raise HostError(f"host variable '{v.name}' is not declared here")
 
     def set_var(self, v: Var, value: Any) -> None:
         self.owner(v)[v] = value
@@ -37,7 +46,7 @@ class Frame(MutableMapping[str, Any]):
     def _by_name(self, name: str) -> tuple[dict[Var, Any], Var]:
         f: Frame | None = self
         while f is not None:
-            for v in f.own:
+            for v in reversed(f.own):  # a loop's variable, added last, hides the others
                 if v.name == name:
                     return f.own, v
             f = f.outer

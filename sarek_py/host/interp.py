@@ -20,6 +20,7 @@ import numpy as np
 
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.host.check import check_program, check_program_once
+from sarek_py.host.expr_memo import Memo
 from sarek_py.host.frame import Frame
 from sarek_py.host.input_values import InputValue, convert_value
 from sarek_py.host.parfor import parfor_kernel
@@ -73,7 +74,6 @@ from sarek_py.ir.nodes import (
 )
 from sarek_py.ir.requires_check import RangeRefused
 from sarek_py.ir.types import ArrayType
-from sarek_py.ir.visit import iter_nodes
 from sarek_py.runtime.base import Backend
 from sarek_py.runtime.fused_errors import in_user_terms
 
@@ -93,6 +93,10 @@ class HostResult:
         v = self.values[name]
         assert isinstance(v, np.ndarray)
         return v
+
+
+#: a variable not in a frame's dict
+_ABSENT = object()
 
 
 class _Leave(Exception):
@@ -116,49 +120,6 @@ def _zero(v: Var) -> Any:
             return np.zeros(shape, t.elem.dtype)
         return None
     return t.dtype.type(0)
-
-
-# ------------------------------------------------------------------------- memo
-
-
-@attrs.define(eq=False)
-class _Memo:
-    """The last evaluation of one expression whose value depends only on integer or bool
-    scalar variables and on array extents (``length``): no array element read, no float
-    variable (whose ``-0.0`` equals ``0.0`` but may not give the same result). ``inputs``
-    is ``None`` for an expression that is always evaluated. The key holds each input's
-    type and value (an array's shape), so equal keys give bitwise equal results."""
-
-    expr: Expr
-    inputs: tuple[tuple[Var, bool], ...] | None
-    last_key: tuple[Any, ...] | None = None
-    last_value: Any = None
-
-    @staticmethod
-    def of(e: Expr) -> _Memo:
-        inputs: dict[Var, bool] = {}
-        for n in iter_nodes(e):
-            if isinstance(n, Read):
-                return _Memo(e, None)
-            if isinstance(n, Length):
-                inputs[n.array] = True
-            elif isinstance(n, Ref):
-                if n.var.is_array or n.var.scalar.is_float:
-                    return _Memo(e, None)
-                inputs.setdefault(n.var, False)
-        return _Memo(e, tuple(inputs.items()))
-
-    def key(self, f: Frame) -> tuple[Any, ...]:
-        assert self.inputs is not None
-        out: list[Any] = []
-        for v, is_array in self.inputs:
-            x = f.get_var(v)
-            if is_array:
-                out.append(x.shape if isinstance(x, np.ndarray) else x)
-            else:
-                out.append(type(x))
-                out.append(x)
-        return tuple(out)
 
 
 # ------------------------------------------------------------------------- interpreter
@@ -188,14 +149,21 @@ class HostInterp:
         self.procs = {p.name: p for p in program.procedures}
         self.globals = Frame({})
         self.device = Residency(backend, check_races, program)
-        self._memo: dict[int, _Memo] = {}
+        self._memo: dict[int, Memo] = {}
+        #: whether numpy's floating-point warnings are off already (inside :meth:`run`)
+        self._quiet = False
 
     # ----------------------------------------------------------------- entry
     def run(self, preset: Mapping[str, Any] | None = None) -> HostResult:
         """Run the program; ``preset`` gives initial values to declared variables by name
         (an array value is copied)."""
         try:
-            return self._run(preset)
+            with np.errstate(all="ignore"):  # host arithmetic wraps, as in kernels
+                self._quiet = True
+                try:
+                    return self._run(preset)
+                finally:
+                    self._quiet = False
         except SarekError as err:  # a fused kernel's error in the user's names (FE-90)
             in_user_terms(err, self.program.kernels)
             raise
@@ -243,7 +211,7 @@ class HostInterp:
     # ------------------------------------------------------------- expressions
     def eval(self, e: Expr, frame: Frame) -> Any:
         """The value of ``e`` in ``frame`` (a numpy scalar, or an array for a bare array
-        reference). Evaluation is pure, so an integer expression (see :class:`_Memo`)
+        reference). Evaluation is pure, so an integer expression (see :class:`Memo`)
         whose inputs are those of its previous evaluation gives the previous value
         without walking the tree again; a launch in a host loop evaluates the same thread
         counts, extents and write-discard conditions at every iteration (LCH-2)."""
@@ -256,7 +224,7 @@ class HostInterp:
             return e.type.dtype.type(e.value)
         memo = self._memo.get(id(e))
         if memo is None or memo.expr is not e:
-            memo = _Memo.of(e)
+            memo = Memo.of(e)
             self._memo[id(e)] = memo
         if memo.inputs is None:
             return self._eval_checked(e, frame)
@@ -269,6 +237,8 @@ class HostInterp:
 
     def _eval_checked(self, e: Expr, frame: Frame) -> Any:
         try:
+            if self._quiet:  # inside run(), which ignores numpy's warnings once
+                return self._eval(e, frame)
             with np.errstate(all="ignore"):
                 return self._eval(e, frame)
         except LaneFault as exc:
@@ -405,18 +375,29 @@ class HostInterp:
         step = 1 if s.step is None else int(self.eval(s.step, f))
         if step == 0:
             raise HostError("a loop step of zero", s.loc)
-        own = Frame({s.var: np.int32(start)}, f)
+        # the loop variable lives in the frame running the loop while the loop runs (a
+        # variable of its own, seen by its body only): a body's look-ups of the program's
+        # variables then search one dict, not one more per enclosing loop
+        own = f.own
+        var = s.var
+        outer = own.get(var, _ABSENT)  # (only a recursive run of this loop could set it)
         i = start
-        while (i <= stop) if step > 0 else (i >= stop):
-            own.own[s.var] = np.int32(i)
-            try:
-                self.stmt(s.body, own)
-            except _Leave as leave:
-                if leave.kind == "break":
-                    break
-                if leave.kind != "continue":
-                    raise
-            i += step
+        try:
+            while (i <= stop) if step > 0 else (i >= stop):
+                own[var] = np.int32(i)
+                try:
+                    self.stmt(s.body, f)
+                except _Leave as leave:
+                    if leave.kind == "break":
+                        break
+                    if leave.kind != "continue":
+                        raise
+                i += step
+        finally:
+            if outer is _ABSENT:
+                own.pop(var, None)
+            else:
+                own[var] = outer
 
     def _while(self, s: HWhile, f: Frame) -> None:
         """HP-40: the condition before each iteration (its arrays brought back from the

@@ -15,8 +15,9 @@ from typing import Any
 import attrs
 import numpy as np
 
-from sarek_py.analysis.effects import launch_host_reads, stmt_effects
+from sarek_py.analysis.effects import stmt_effects
 from sarek_py.host.frame import Frame
+from sarek_py.host.launch_site import LaunchSite
 from sarek_py.ir.host.launch import Launch
 from sarek_py.ir.host.program import (
     Block,
@@ -28,9 +29,10 @@ from sarek_py.ir.host.program import (
     Program,
     expr_vars,
 )
-from sarek_py.ir.nodes import Loc, Ref, Var
-from sarek_py.runtime.base import Backend, DeviceBuffer, LaunchError, scalar_value
-from sarek_py.runtime.cache import kernel_facts
+from sarek_py.ir.memo import IdentitiesCache
+from sarek_py.ir.nodes import Loc, Var
+from sarek_py.runtime.base import Backend, DeviceBuffer
+from sarek_py.runtime.native import CBackend
 
 
 class StopRequest(Exception):
@@ -51,6 +53,8 @@ class _Entry:
     host_valid: bool = True
     dev_valid: bool = False
     pending_write: bool = False
+    #: the device buffer is the host array's own memory (OFF-16): nothing is copied
+    in_place: bool = False
 
 
 @attrs.define(eq=False)
@@ -91,6 +95,11 @@ def _stmt_arrays(s: HostStmt, program: Program) -> _StmtArrays:
                                        key=lambda x: x[0].id)))
 
 
+#: what each statement of a program names, across runs of the program (by identity: the
+#: statement and the program are immutable)
+_ARRAYS: IdentitiesCache[_StmtArrays] = IdentitiesCache(8192)
+
+
 class Residency:
     """Device-resident arrays for an offloaded program (OFF-3): an array goes to the device
     when a launch needs it and the host changed it, and comes back when a host statement
@@ -109,6 +118,11 @@ class Residency:
         #: host arrays known to hold zeros only (allocated, not written since, no device
         #: buffer yet), by id; the array is kept so its id stays its own
         self.zeros: dict[int, np.ndarray[Any, Any]] = {}
+        #: per launch statement (by identity): what it keeps between launches (OFF-13)
+        self.sites: dict[int, LaunchSite] = {}
+        #: whether launches use host arrays in place (OFF-16): on a backend whose device
+        #: memory is host memory and whose launches finish before they return (``c``)
+        self.in_place = isinstance(backend, CBackend)
 
     def fresh_zero(self, arr: Any) -> None:
         """``arr`` was just allocated, all zeros: a launch that needs it fills its device
@@ -123,7 +137,12 @@ class Residency:
     def entry(self, arr: np.ndarray[Any, Any]) -> _Entry:
         e = self.entries.get(id(arr))
         if e is None:
-            e = _Entry(arr, self.backend.allocate(arr.shape, arr.dtype))
+            handle = self.backend.use_host(arr) if self.in_place else None
+            if handle is not None:  # OFF-16: the launches use the host array itself
+                e = _Entry(arr, DeviceBuffer(handle, arr.shape, arr.dtype), in_place=True)
+                self.backend.stats.bytes_mapped += arr.nbytes
+            else:
+                e = _Entry(arr, self.backend.allocate(arr.shape, arr.dtype))
             self.entries[id(arr)] = e
         return e
 
@@ -143,7 +162,8 @@ class Residency:
             if e.pending_write:
                 raise HostError(f"the host needs '{name}', which a launch writes, before a "
                                 "sync waited for it", loc)
-            self.backend.copy_out(e.dev, e.host)
+            if not e.in_place:
+                self.backend.copy_out(e.dev, e.host)
             e.host_valid = True
         if write:
             e.dev_valid = False
@@ -152,7 +172,10 @@ class Residency:
         """Bring back what a host statement may name; mark what it may write stale."""
         arrays = self.stmt_arrays.get(id(s))
         if arrays is None or arrays.stmt is not s:
-            arrays = _stmt_arrays(s, self.program)
+            arrays = _ARRAYS.get((s, self.program))  # found in an earlier run
+            if arrays is None:
+                arrays = _stmt_arrays(s, self.program)
+                _ARRAYS.put((s, self.program), arrays)
             self.stmt_arrays[id(s)] = arrays
         for v, write in arrays.arrays:
             try:
@@ -165,72 +188,22 @@ class Residency:
                f: Frame) -> None:
         """Start ``s`` (OFF-3, OFF-4): ``evaluate(expr, frame)`` gives the value of a host
         expression; arrays go to the device only when their device copy is stale and the
-        launch does not overwrite them whole."""
-        for v in launch_host_reads(s):  # its bounds and scalar arguments (EFF-6, OFF-7)
-            try:
-                arr = f.get_var(v)
-            except HostError:
-                continue
-            self.host_needs(arr, v.name, False, s.loc)
-        k = s.kernel
-        facts = kernel_facts(k)
-        stoppable, written = facts.can_stop, facts.written
-        threads = int(evaluate(s.thread_count, f))
-        block = int(evaluate(s.block_size, f))
-        grid = tuple(int(evaluate(e, f)) for e in s.grid) or None  # n-D (LCH-28)
-        shared = None if s.shared is None else int(evaluate(s.shared, f))  # LCH-51
-        bshape = tuple(int(evaluate(e, f)) for e in s.block_shape) or None
-        discard: set[int] = set()
-        for v, c in zip(s.overwritten, s.overwritten_if, strict=True):
-            if bool(evaluate(c, f)):
-                discard.add(id(f.get_var(v)))
-        scratch = {x.argument: int(evaluate(x.size, f)) for x in s.scratch}
-        args: dict[str, DeviceBuffer | np.generic] = {}
-        touched: list[tuple[_Entry, bool]] = []
-        for pos, (p, a) in enumerate(zip(k.params, s.args, strict=True)):
-            if pos in scratch:
-                buf = self.backend.allocate((scratch[pos],), p.scalar.dtype)
-                args[p.name] = buf
-                continue
-            if p.is_array:
-                assert isinstance(a, Ref)
-                arr = f.get_var(a.var)
-                if not isinstance(arr, np.ndarray):
-                    raise HostError(f"launch of {k.name}: array '{a.var.name}' is not "
-                                    "allocated", s.loc)
-                e = self.entry(arr)
-                if not e.dev_valid:
-                    zero = self._was_zero(arr)
-                    if id(arr) in discard and not e.pending_write:
-                        self.backend.stats.bytes_discarded += arr.nbytes
-                    elif zero:
-                        self.backend.fill(e.dev, 0)
-                        self.backend.stats.bytes_zeroed += arr.nbytes
-                    else:
-                        self.backend.copy_in(e.dev, np.ascontiguousarray(arr))
-                    e.dev_valid = True
-                args[p.name] = e.dev
-                touched.append((e, p.name in written))
-            else:
-                args[p.name] = scalar_value(p.scalar, evaluate(a, f),
-                                            f"launch of {k.name}: argument {p.name}")
-        status = None
-        if stoppable and threads > 0:
-            status = self.backend.allocate((threads,), np.int32)
-            self.backend.copy_in(status, np.zeros(threads, np.int32))
-            assert s.stop_status is not None
-            self.stops.append(_PendingStop(s, status, threads))
-        try:
-            self.backend.launch(k, args, threads, block, status,
-                                check_races=self.check_races, grid=grid, block_shape=bshape,
-                                shared=shared)
-        except LaunchError as err:  # a launch the backend refuses: located at the statement
-            err.loc = err.loc or s.loc
-            raise
-        for e, w in touched:
-            if w:
-                e.host_valid = False
-                e.pending_write = True
+        launch does not overwrite them whole. What the statement keeps between its
+        launches (its values and the backend's prepared launch, OFF-13 … OFF-15) is its
+        :class:`~sarek_py.host.launch_site.LaunchSite`."""
+        site = self.sites.get(id(s))
+        if site is None or site.stmt is not s:
+            site = LaunchSite(s)
+            self.sites[id(s)] = site
+        site.launch(self, evaluate, f)
+
+    def was_zero(self, arr: np.ndarray[Any, Any]) -> bool:
+        """Whether ``arr`` still held zeros only (LCH-19); it is forgotten either way."""
+        return self._was_zero(arr)
+
+    def add_stop(self, s: Launch, status: DeviceBuffer, threads: int) -> None:
+        """A launch of a kernel that can stop: its status is read at the next sync (OFF-5)."""
+        self.stops.append(_PendingStop(s, status, threads))
 
     def sync(self, f: Frame) -> None:
         self.backend.sync()
@@ -256,5 +229,6 @@ class Residency:
         for e in self.entries.values():
             e.pending_write = False
             if not e.host_valid:
-                self.backend.copy_out(e.dev, e.host)
+                if not e.in_place:
+                    self.backend.copy_out(e.dev, e.host)
                 e.host_valid = True

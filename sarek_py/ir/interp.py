@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from sarek_py.ir.alloc import LANE_BYTES, check_bytes
 from sarek_py.ir.atomics import iter_atomics
+from sarek_py.ir.bool_bytes import bool_args_fault
 from sarek_py.ir.deep import deep
 from sarek_py.ir.diagnostics import InterpError
 from sarek_py.ir.dynamic_shared import dynamic_extent, is_dynamic_shared
@@ -67,6 +68,7 @@ def run_kernel(
     block_shape: tuple[int, ...] | None = None,
     loop_budget: int = LOOP_BUDGET,
     shared: int | None = None,
+    bool_bytes: bool = True,
 ) -> InterpResult:
     """Run ``kernel`` with ``threads`` threads in blocks of ``block`` (INT-1).
 
@@ -80,7 +82,13 @@ def run_kernel(
     ``shared`` is the extent in elements of the kernel's dynamic shared array
     (``shared s : T[]``): required for such a kernel, refused for any other (LCH-50);
     each block gets its own, uninitialised, ``shared`` elements (INT-50).
+    A bool array the kernel may read holding a byte other than 0 and 1 is refused
+    (NAT-70); ``bool_bytes=False`` is the runtime's, which checked its host arrays already.
     """
+    if bool_bytes:
+        bad_bool = bool_args_fault(kernel, args)
+        if bad_bool is not None:
+            raise InterpError(bad_bool)
     if kernel.requires is not None or kernel.ranges:  # launch conditions (LEG-14, LCH-25)
         check_requires(kernel, args, threads, block,
                        (grid or (), block_shape or ()) if grid or block_shape else None)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from sarek_py.ir.bool_bytes import bool_array_fault
 from sarek_py.ir.diagnostics import LaunchError
 from sarek_py.runtime.base import POISON_BYTE, Backend, DeviceArrayBase, DeviceBuffer
 
@@ -105,6 +106,7 @@ class DeviceArray(DeviceArrayBase):
             raise DeviceArrayError(
                 f"set: the device array is {self.dtype}{list(self.shape)}, the host array "
                 f"{a.dtype}{list(a.shape)}: they must be the same")
+        _check_bools(a, "set: the host array")
         for hook in HOST_ACCESS_HOOKS:
             hook(self)
         self._runtime.sync()
@@ -155,6 +157,13 @@ class DeviceArray(DeviceArrayBase):
 #: the interop attributes a backend may export (LCH-71, LCH-74)
 EXPORTS = frozenset({"cl_array", "__cuda_array_interface__", "__dlpack__",
                      "__dlpack_device__"})
+
+
+def _check_bools(a: NDArray[Any], what: str) -> None:
+    """NAT-70: a device array of bools holds the bytes 0 and 1 only, as launches read."""
+    why = bool_array_fault(a, what)
+    if why is not None:
+        raise DeviceArrayError(why)
 
 
 def resolve_backend(backend: str | Backend | None) -> Backend:
@@ -223,6 +232,7 @@ def to_device(a: Any, backend: str | Backend | None = None) -> DeviceArray:
     elif not isinstance(a, np.ndarray) and hasattr(a, "__dlpack__"):
         a = np.from_dlpack(a)  # CPU memory (a device's is refused by numpy, saying so)
     host = np.asarray(a)
+    _check_bools(host, "to_device: the array")
     buf = rt.allocate(host.shape, _dtype(host.dtype))
     rt.copy_in(buf, host)
     return DeviceArray(buf, rt)

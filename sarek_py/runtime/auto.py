@@ -36,12 +36,31 @@ class AutoCBackend(CBackend):
     """The c backend, sending the kernels it refuses to the next backend (NAT-25)."""
 
     name = "c"
+    _checked_flag: bool = True
 
     def __init__(self) -> None:
         super().__init__()
         self._fallback: Backend | None = None
         #: per kernel name, the backend that ran its last launch and why (NAT-27)
         self.choices: dict[str, str] = {}
+
+    @property
+    def checked(self) -> bool:
+        """Whether launches are bounds-checked (CG-22): ``False`` (``run --unchecked``) runs
+        the unchecked build on whichever backend runs the kernel, the fallback included
+        (NAT-73); the interpreter always checks."""
+        return self._checked_flag
+
+    @checked.setter
+    def checked(self, value: bool) -> None:
+        self._checked_flag = value
+        if getattr(self, "_fallback", None) is not None:
+            self._fallback_checks()
+
+    def _fallback_checks(self) -> None:
+        assert self._fallback is not None
+        if self._fallback.name != "interp":  # NAT-73: the interpreter always checks
+            self._fallback.checked = self._checked_flag
 
     @property
     def fallback(self) -> Backend:
@@ -56,6 +75,8 @@ class AutoCBackend(CBackend):
                 except BackendUnavailable:
                     continue
             assert self._fallback is not None, "the interpreter is always available"
+            if not self._checked_flag:
+                self._fallback_checks()
         return self._fallback
 
     def device_limits(self) -> DeviceLimits:

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Callable, Collection, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Union
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from sarek_py.ir.bool_bytes import bool_args_fault
 from sarek_py.ir.diagnostics import LaunchError as LaunchError
 from sarek_py.ir.diagnostics import SarekError
 from sarek_py.ir.dynamic_shared import dynamic_extent
@@ -32,6 +33,7 @@ from sarek_py.ir.nodes import Kernel, Var
 from sarek_py.ir.requires_check import check_requires
 from sarek_py.ir.types import ArrayType, Scalar
 from sarek_py.runtime.cache import kernel_facts
+from sarek_py.runtime.prepared import PreparedLaunch
 
 if TYPE_CHECKING:
     from sarek_py.runtime.limits import DeviceLimits
@@ -413,8 +415,19 @@ class Backend(abc.ABC):
             raise LaunchError(f"copy of a {host.dtype}{list(host.shape)} array into a "
                               f"{dev.dtype}{list(dev.shape)} buffer")
         if host.nbytes:
-            self._write(dev.handle, np.ascontiguousarray(host))
+            self._write(dev.handle, self._staged(host, lambda: np.ascontiguousarray(host)))
         self.stats.bytes_in += host.nbytes
+
+    def _staged(self, host: NDArray[Any], make: Callable[[], NDArray[Any]]
+                ) -> NDArray[Any]:
+        """``make()``, the contiguous copy of a strided ``host`` array a transfer goes
+        through; one sentence where memory cannot hold it (NAT-77)."""
+        try:
+            return make()
+        except MemoryError as exc:
+            raise LaunchError(f"cannot copy a {host.dtype}{list(host.shape)} array "
+                              f"({host.nbytes} bytes) through host memory for the "
+                              f"{self.name} backend: {exc}") from None
 
     def copy_out(self, dev: DeviceBuffer, host: NDArray[Any], count: int | None = None) -> None:
         """Copy the buffer into ``host`` (its leading ``count`` elements when given)."""
@@ -426,7 +439,7 @@ class Backend(abc.ABC):
             if host.flags.c_contiguous:
                 self._read(dev.handle, host)
             else:
-                tmp = np.empty(host.shape, host.dtype)
+                tmp = self._staged(host, lambda: np.empty(host.shape, host.dtype))
                 self._read(dev.handle, tmp)
                 host[...] = tmp
         self.stats.bytes_out += n * host.dtype.itemsize
@@ -445,20 +458,53 @@ class Backend(abc.ABC):
         launch of several dimensions (LCH-27); ``block_shape`` then replaces ``block``.
         ``shared`` is the extent in *elements* of the kernel's dynamic shared array
         (``shared s : T[]``): required for such a kernel, refused for others (LCH-50)."""
+        checked = self.launch_checks(kernel, args, threads, block, grid, block_shape, shared)
+        if checked is None:
+            return
+        threads, block, shape, shared = checked
+        self.stats.launches += 1
+        self._launch(kernel, args, threads, block, status, check_races, shape, shared)
+
+    def launch_checks(self, kernel: Kernel, args: Mapping[str, DeviceBuffer | np.generic],
+                      threads: int, block: int, grid: Any, block_shape: Any, shared: Any
+                      ) -> tuple[int, int, LaunchShape | None, int | None] | None:
+        """Every check :meth:`launch` makes before it runs anything (LCH-50, LCH-21,
+        LCH-26, LEG-14, LCH-25, LCH-6): the launch's ``(threads, block, shape, shared)``,
+        or ``None`` when it runs no thread. :meth:`prepare_launch` makes the same ones."""
         shared = dynamic_extent(kernel, shared)  # LCH-50
         threads, block, shape = self.launch_shape(kernel, threads, block, grid, block_shape,
                                                   shared)
         shaped = None if shape is None else (shape.grid, shape.block)
         check_requires(kernel, args, threads, block, shaped)  # fused kernels (LEG-14)
         if threads < 1:
-            return
+            return None
         if (self.whole_blocks_for_barriers and threads % block
                 and kernel_facts(kernel).has_barrier):
             raise LaunchError(
                 f"kernel {kernel.name} has a barrier: its {threads} threads must fill whole "
                 f"blocks of {block} on the {self.name} backend (LCH-6)")
-        self.stats.launches += 1
-        self._launch(kernel, args, threads, block, status, check_races, shape, shared)
+        return threads, block, shape, shared
+
+    def prepare_launch(self, kernel: Kernel, args: Mapping[str, DeviceBuffer | np.generic],
+                       threads: int, block: int = 256, *, check_races: bool = True,
+                       grid: Any = None, block_shape: Any = None, shared: Any = None
+                       ) -> PreparedLaunch | None:
+        """The launch :meth:`launch` would make, checked as it checks it, ready to run
+        again and again (NAT-60): ``None`` when it runs no thread. The result holds while
+        the values its checks read hold (:class:`~sarek_py.runtime.prepared.
+        PreparedLaunch`)."""
+        checked = self.launch_checks(kernel, args, threads, block, grid, block_shape, shared)
+        if checked is None:
+            return None
+        threads, block, shape, shared = checked
+        return self._prepare(kernel, args, threads, block, shape, shared, check_races)
+
+    def _prepare(self, kernel: Kernel, args: Mapping[str, DeviceBuffer | np.generic],
+                 threads: int, block: int, shape: LaunchShape | None, shared: int | None,
+                 check_races: bool) -> PreparedLaunch:
+        """A checked launch, ready to run (each run through :meth:`_launch`); a backend
+        with a faster call overrides it (the c backend's prebuilt C arguments)."""
+        return PreparedLaunch(self, kernel, args, threads, block, shape, shared, check_races)
 
     def run_kernel(
         self,
@@ -536,6 +582,9 @@ class Backend(abc.ABC):
                                   f"must lie in 0..{size}")
             host_args[name] = np.empty(size, p.type.elem.dtype)  # placeholder for the check
         checked = check_args(kernel, host_args)
+        bad_bool = bool_args_fault(kernel, checked, (overwritten, scratch))
+        if bad_bool is not None:  # NAT-70: read alike on every backend, or refused
+            raise LaunchError(bad_bool)
         check_requires(kernel, checked, threads, block, shaped)  # before copies (LEG-14)
         for name in overwritten:
             p = _param(kernel, name)

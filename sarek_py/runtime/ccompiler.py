@@ -9,7 +9,10 @@ A kernel's C (:mod:`sarek_py.codegen.c99`) is compiled into a shared library wit
 CG-14), named by a hash of the source, the flags and the compiler's identity (the path it
 resolves to, its size and modification time, so finding a cached library runs no
 program); the C source is kept beside it. ``$SAREK_CC`` names the compiler (default
-``cc``), ``$SAREK_CFLAGS`` adds flags (``-march=native``: NAT-17).
+``cc``), ``$SAREK_CFLAGS`` adds flags (``-march=native``: NAT-17). A key is held by one
+thread of one process while it is looked up, compiled or loaded (NAT-71), and the cache
+keeps the ``$SAREK_C_CACHE_LIBRARIES`` most recently used libraries (NAT-75):
+:mod:`sarek_py.runtime.cfiles`.
 """
 
 from __future__ import annotations
@@ -22,9 +25,12 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sarek_py.ir.diagnostics import BackendUnavailable, LaunchError
+from sarek_py.runtime.cfiles import evict, holding, limit, touch
 
 #: the flags that keep the interpreter's arithmetic: no contraction into fused
 #: multiply-adds, no fast math (NAT-13)
@@ -170,15 +176,54 @@ class CompileCounter:
 def library(source: str) -> Path:
     """The shared library of ``source``: found in the cache, or compiled into it. A
     compiler error is a :class:`LaunchError` with the compiler's first error line."""
-    cc, opts = compiler(), flags()
+    with cached(source) as lib:
+        return lib
+
+
+@contextmanager
+def cached(source: str) -> Iterator[Path]:
+    """The shared library of ``source``, found in the cache or compiled into it, its key
+    held for the ``with`` block (NAT-71): no other thread or process compiles or evicts
+    it meanwhile, so the block may load it. A compile that puts the cache over its bound
+    then evicts the least recently used libraries (NAT-75)."""
+    cc, opts, bound = compiler(), flags(), limit()
     key = cache_key(source, cc, opts)
     out_dir = cache_dir()
     lib = out_dir / f"{key}.so"
-    if lib.exists():
-        return lib
-    src = out_dir / f"{key}.c"
+    hold = holding(out_dir, key)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
+        hold.__enter__()
+        held = True
+    except OSError as exc:
+        if not lib.exists():
+            raise BackendUnavailable(
+                f"the c backend cannot write its cache directory {out_dir} "
+                f"({exc.strerror}): set $SAREK_CACHE to a writable directory.") from None
+        held = False  # a cache this process may only read: its libraries as they are
+    built = False
+    try:
+        if lib.exists():
+            touch(lib)
+        else:
+            _compile(source, cc, opts, key, out_dir)
+            built = True
+        yield lib
+    finally:
+        if held:
+            hold.__exit__(None, None, None)
+    if built:
+        try:
+            evict(out_dir, bound, keep=key)
+        except OSError:
+            pass  # a cache another process is cleaning: bounded at the next compile
+
+
+def _compile(source: str, cc: str, opts: tuple[str, ...], key: str, out_dir: Path) -> None:
+    """Compile ``source`` into the library of ``key`` in ``out_dir`` (its key held)."""
+    lib = out_dir / f"{key}.so"
+    src = out_dir / f"{key}.c"
+    try:
         # NAT-40: compiled from the source in memory, never from the kept .c file (which
         # anyone may have edited); the kept copy is replaced by it. NAT-41: the library
         # exports its key, so a library put in another's place is found out
@@ -207,7 +252,6 @@ def library(source: str) -> Path:
         for t in (tmp, ctmp):
             if os.path.exists(t):
                 os.unlink(t)
-    return lib
 
 
 def marker_name(key: str) -> str:

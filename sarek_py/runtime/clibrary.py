@@ -25,7 +25,7 @@ from typing import Any
 
 from sarek_py.ir.diagnostics import LaunchError
 from sarek_py.runtime.cache import LruCache
-from sarek_py.runtime.ccompiler import forget, library, marker_name
+from sarek_py.runtime.ccompiler import cached, forget, library, marker_name
 
 #: loaded libraries by path, for the whole process
 _LIBS: LruCache[str, Any] = LruCache()
@@ -72,19 +72,25 @@ def cancel_flag(source: str) -> Any:
 def kernel_function(source: str, symbol: str) -> tuple[Any, bool]:
     """The function ``symbol`` of the library of ``source`` and whether this call loaded
     the library (False: it was loaded already in this process)."""
-    path = str(library(source))
-    lib = _LIBS.get(path)
-    if lib is not None:
-        return getattr(lib, symbol), False
-    found = _load(path, symbol)
-    if found is None:  # a damaged or foreign cached file (NAT-14, NAT-41): built again
-        forget(Path(path))
-        path = str(library(source))
+    with cached(source) as held:  # NAT-71: one thread of one process at a time
+        path = str(held)
+        lib = _LIBS.get(path)
+        if lib is not None:
+            return getattr(lib, symbol), False
         found = _load(path, symbol)
+        if found is None:  # a damaged or foreign cached file (NAT-14, NAT-41)
+            forget(held)
+        else:
+            _LIBS.put(path, found[0])
+    if found is None:  # built again, once
+        with cached(source) as held:
+            path = str(held)
+            found = _load(path, symbol)
+            if found is not None:
+                _LIBS.put(path, found[0])
         if found is None:
             raise LaunchError(f"the library {path} compiled from the C of kernel {symbol} "
                               f"does not load or lacks its function {symbol}")
-    _LIBS.put(path, found[0])
     if not _OMP_THREADS:
         _OMP_THREADS.append(found[0].omp_set_num_threads)
     return found[1], True

@@ -51,7 +51,8 @@ class InterpBackend(Backend):
                 views[name] = v
         res = run_kernel(kernel, views, threads, block, check_races=check_races,
                          grid=None if shape is None else shape.grid,
-                         block_shape=None if shape is None else shape.block, shared=shared)
+                         block_shape=None if shape is None else shape.block, shared=shared,
+                         bool_bytes=False)  # NAT-70: checked by start
         if status is not None:
             status.handle.view(np.int32)[:threads] = res.stop_codes
 

@@ -34,13 +34,17 @@ from sarek_py.ir.nodes import Kernel, While
 from sarek_py.ir.types import Scalar
 from sarek_py.ir.visit import iter_nodes
 from sarek_py.runtime.args import ArgPlan, arg_plan
-from sarek_py.runtime.base import Backend, DeviceBuffer
+from sarek_py.runtime.base import Backend, DeviceArrayBase, DeviceBuffer
 from sarek_py.runtime.cache import KernelCache
 from sarek_py.runtime.ccompiler import compiler, probe
 from sarek_py.runtime.clibrary import cancel_flag, kernel_function
 from sarek_py.runtime.faults import FaultWatch
+from sarek_py.runtime.interop import DL_CPU
 from sarek_py.runtime.interruptible import call_interruptibly
 from sarek_py.runtime.limits import CPU_LOCAL_BYTES, MAX_THREADS, DeviceLimits
+from sarek_py.runtime.native_launch import NativeLaunch
+from sarek_py.runtime.once import OnceKernelCache
+from sarek_py.runtime.prepared import PreparedLaunch
 from sarek_py.runtime.shape import LaunchShape
 
 
@@ -75,6 +79,12 @@ def _scalar(conv: type) -> Any:
     return lambda v: conv(v.item() if isinstance(v, np.generic) else v)
 
 
+def _f32_bits(v: Any) -> Any:
+    """An f32 argument with its bits (NAT-72): through a Python float, a signalling NaN
+    would be widened to a double and quietened."""
+    return ctypes.c_float.from_buffer_copy(np.float32(v).tobytes())
+
+
 def _address(d: DeviceBuffer) -> Any:
     return d.handle
 
@@ -97,8 +107,11 @@ class CBackend(Backend):
         #: use contiguous writable numpy arguments in place (LCH-67, NAT-20); False takes
         #: the copying path
         self.zero_copy = True
-        self._checked: KernelCache[Compiled] = KernelCache(lambda k: self._compile(k, True))
-        self._unchecked: KernelCache[Compiled] = KernelCache(lambda k: self._compile(k, False))
+        # NAT-71: threads launching one new kernel emit and build it once
+        self._checked: KernelCache[Compiled] = OnceKernelCache(
+            lambda k: self._compile(k, True))
+        self._unchecked: KernelCache[Compiled] = OnceKernelCache(
+            lambda k: self._compile(k, False))
         self._threads = threading.local()
         self._limits = DeviceLimits(device=f"the CPU (C + OpenMP, {os.cpu_count()} cores)",
                                     max_block=MAX_THREADS, max_blocks=None, max_global=None,
@@ -170,7 +183,8 @@ class CBackend(Backend):
             else:
                 t = kernel.param(param).scalar
                 argtypes.append(_CTYPES[t])
-                convert.append(_scalar(float if t.is_float else int))
+                convert.append(_f32_bits if t is Scalar.F32
+                               else _scalar(float if t.is_float else int))
         fn.argtypes = [*argtypes, ctypes.c_void_p]
         fn.restype = None
         loops = any(isinstance(n, While) for body in (kernel.body, *(h.body for h in
@@ -188,6 +202,17 @@ class CBackend(Backend):
     def buffer_id(self, handle: Any) -> Hashable:
         """The address of the memory (LCH-64)."""
         return _pointer(handle)
+
+    def export_array(self, array: DeviceArrayBase, name: str) -> Any:
+        """``__dlpack__`` and ``__dlpack_device__`` of a device array of this backend: its
+        host memory, no copy, as a CPU DLPack tensor (NAT-74); other exports are
+        refused."""
+        if name == "__dlpack_device__":
+            return lambda: (DL_CPU, 0)
+        if name == "__dlpack__":
+            view = self._bytes(array.buffer.handle)[: array.buffer.nbytes].view(array.dtype)
+            return view.reshape(array.shape).__dlpack__
+        return super().export_array(array, name)
 
     def use_host(self, host: NDArray[Any]) -> Any:
         """The numpy array itself (LCH-67, NAT-20), or None: zero copy off, an empty,
@@ -246,6 +271,16 @@ class CBackend(Backend):
                 self.faults.forget()
             raise
         self.faults.launched()
+
+    def _prepare(self, kernel: Kernel, args: Mapping[str, DeviceBuffer | np.generic],
+                 threads: int, block: int, shape: LaunchShape | None, shared: int | None,
+                 check_races: bool) -> PreparedLaunch:
+        """NAT-62: the checked launch with its C arguments built once; a subclass that
+        sends some launches elsewhere (the default's fallback, NAT-25) runs each through
+        its own ``_launch``."""
+        if type(self)._launch is not CBackend._launch:
+            return super()._prepare(kernel, args, threads, block, shape, shared, check_races)
+        return NativeLaunch(self, kernel, args, threads, block, shape, shared, check_races)
 
     def sync(self) -> None:
         """Every launch has finished already; raise the first bounds fault (LCH-20)."""

@@ -37,6 +37,7 @@ from sarek_py.runtime.base import Backend, DeviceArrayBase, DeviceBuffer, Launch
 from sarek_py.runtime.cache import KernelCache, LruCache
 from sarek_py.runtime.faults import FaultWatch
 from sarek_py.runtime.limits import CPU_LOCAL_BYTES, DeviceLimits
+from sarek_py.runtime.pocl import missing_linker
 from sarek_py.runtime.shape import LaunchShape
 
 #: built programs by (context id, source): shared by every backend object of the process
@@ -97,6 +98,9 @@ class OpenCLBackend(Backend):
         super().__init__()
         self.cl = _import_cl()
         self.device = _pick_device(self.cl)
+        no_ld = missing_linker(self.device, self.cl)
+        if no_ld is not None:  # NAT-76: PoCL would abort the process at the first launch
+            raise BackendUnavailable(no_ld)
         self.context = self.cl.Context([self.device])
         self.queue = self.cl.CommandQueue(self.context)
         self._kernels: LruCache[tuple[str, str], Any] = LruCache()
@@ -204,8 +208,10 @@ class OpenCLBackend(Backend):
         plan = arg_plan(em.abi, kernel, np.uint8)
         if k is None:
             k = getattr(self.program(em.source), em.abi.name)
-            # the same source has the same ABI, hence the same types: set once per object
-            k.set_scalar_arg_dtypes(list(plan.dtypes))
+            # the same source has the same ABI, hence the same types: set once per object.
+            # NAT-72: an f32 is passed as its numpy scalar's bytes (no type: PyOpenCL would
+            # pack it through a double, quietening a signalling NaN)
+            k.set_scalar_arg_dtypes([None if d == np.float32 else d for d in plan.dtypes])
             self._kernels.put(key, k)
         return em, k, plan
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sarek_py.fusion.loops.plan import Intermediate, Plan, conj_all
+from sarek_py.fusion.loops.intermediate import Intermediate
+from sarek_py.fusion.loops.plan import Plan, conj_all
 from sarek_py.ir.host.program import ParFor
 from sarek_py.ir.nodes import (
     Binary,
@@ -88,6 +89,12 @@ def describe_edges(plan: Plan) -> str:
     names = ", ".join(sorted(v.name for v in plan.edges))
     where = "the interior fused without selects (LF-52)" if plan.interior is not None else \
         "on every iteration (a subscript depends on the body's variables, LF-52)"
+    if plan.split is not None:
+        k = plan.split.loops - 1
+        where += (f" as a loop nest of its own, then {k} boundary strip"
+                  f"{'s' if k != 1 else ''} with the selects (LF-85)")
+    elif plan.interior is not None and plan.no_split:
+        where += f", tested on every iteration: {plan.no_split} (LF-88)"
     return (f"; reads {names} as stored outside the producer's domain (LF-50), "
             f"{where}")
 

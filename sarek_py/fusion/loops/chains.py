@@ -114,7 +114,7 @@ def fallback_pairs(s: HIf, ancestors: Sequence[HostStmt]
     its test starts with ``v == w`` for enclosing loop variables ``v`` (each ``&&``-ed),
     its ``then`` branch ends with two or more parallel loops (after the ping-pong copy
     back, PP-5), and its ``else`` branch holds a parallel loop over the last of them's
-    iterations -- the adjacent pairs of those loops and the fused loop; else ``None``."""
+    iterations, or the interior nest LF-85 split it into -- the adjacent pairs of those loops and the fused loop; else ``None``."""
     if s.else_ is None:
         return None
     loop_vars = {a.var for a in ancestors if isinstance(a, HFor)}
@@ -133,8 +133,18 @@ def fallback_pairs(s: HIf, ancestors: Sequence[HostStmt]
     if len(run) < 2 or any(not isinstance(x, HIf) for x in then[:len(then) - len(run)]):
         return None
     want = [(print_expr(ix.start), print_expr(ix.stop)) for ix in run[-1].indices]
-    fused = [x for x in iter_host(s.else_) if isinstance(x, ParFor)
-             and [(print_expr(ix.start), print_expr(ix.stop)) for ix in x.indices] == want]
+    names = [ix.var.name for ix in run[-1].indices]
+
+    def piece(x: ParFor) -> bool:  # LF-85: the interior nest, its bounds clamped
+        got = [(print_expr(ix.start), print_expr(ix.stop)) for ix in x.indices]
+        return [ix.var.name for ix in x.indices] == names and got != want and all(
+            g == w or g[0].startswith(("min(", "max(")) for g, w in zip(got, want,
+                                                                         strict=True))
+
+    loops = [x for x in iter_host(s.else_) if isinstance(x, ParFor)]
+    fused = [x for x in loops
+             if [(print_expr(ix.start), print_expr(ix.stop)) for ix in x.indices] == want]
+    fused = fused or [x for x in loops if piece(x)]
     if not fused:
         return None
     return list(zip(run, run[1:], strict=False)), fused[0]

@@ -10,8 +10,13 @@ cannot disagree on what is counted.
 
 Counting rules (LF-61): subscripts are address arithmetic and count nothing but the load
 or store they address; a load of an element already loaded in the point (the same array
-and the same linear subscript: ``u[i - 1 + 1]`` is ``u[i]``) counts once; everything else in the body counts once per point, both arms of a
-conditional included (a vectorised loop evaluates both); a helper call counts its
+and the same linear subscript: ``u[i - 1 + 1]`` is ``u[i]``) counts once; an operation
+already evaluated in the same expression (the same operator on the same operands, reads
+compared by their linear subscripts) counts once, as the compiler's common subexpression
+elimination computes it once (LF-82: a recomputed producer read at overlapping offsets
+shares its terms); everything else in the body counts once per point, both arms of a
+conditional included (a vectorised loop evaluates both), an ``if`` statement's test as a
+``branch`` apart from a conditional expression's ``select`` (LF-76); a helper call counts its
 callee's body; a sequential ``for`` inside the body counts its body once per iteration
 when its bounds are literals, else once (said by :attr:`Counts.unknown_trips`).
 """
@@ -59,7 +64,7 @@ from sarek_py.ir.visit import children
 
 #: the kinds of per-point cost, in the order of the table's columns (LF-60)
 KINDS = ("point", "byte", "load", "f32_op", "f64_op", "f32_div", "f64_div",
-         "f32_transc", "f64_transc", "int_op", "int_div", "select")
+         "f32_transc", "f64_transc", "int_op", "int_div", "select", "branch")
 
 #: math intrinsics priced as an arithmetic operation (exact, one instruction or two)
 _CHEAP_MATH = frozenset({"abs", "min", "max", "floor", "ceil"})
@@ -104,11 +109,60 @@ class _Counter:
     unknown: bool = False
     stack: tuple[str, ...] = ()
     weight: float = 1.0
+    #: the values already counted in the expression being walked (LF-82)
+    seen: set[int] = attrs.field(factory=set)
+    #: value numbering (LF-82): a node's number by its identity, and the number of each
+    #: shape (operator, the operands' numbers), so a key hashes in constant time
+    numbers: dict[int, int | None] = attrs.field(factory=dict)
+    shapes: dict[object, int] = attrs.field(factory=dict)
 
     def add(self, kind: str, k: float = 1.0) -> None:
         self.n[kind] += k * self.weight
 
+    def top(self, e: Expr) -> None:
+        """Count a statement's expression: its common subexpressions once (LF-82)."""
+        self.seen = set()
+        self.expr(e)
+
+    def value_number(self, e: Expr) -> int | None:
+        """The number of ``e``'s value within one expression (LF-82): equal for the same
+        operator on the same operands, reads compared by array and linear subscripts
+        (:func:`_linear`); None where it may differ (an atomic, a call, a thread's
+        intrinsic, or an expression holding one)."""
+        if id(e) in self.numbers:
+            return self.numbers[id(e)]
+        shape: object | None
+        match e:
+            case Const() | Ref() | Length():
+                shape = e  # equality ignores the location; a literal's keeps -0.0 apart
+            case Read(array=a, index=ix):
+                shape = ("read", a, tuple(_linear(x) for x in ix))
+            case Binary(op=op, lhs=lhs, rhs=rhs):
+                shape = self._shape(("bin", op), (lhs, rhs))
+            case Unary(op=op, arg=a):
+                shape = self._shape(("un", op), (a,))
+            case Cast(to=t, arg=a):
+                shape = self._shape(("cast", t), (a,))
+            case Cond(cond=c, if_true=t, if_false=f):
+                shape = self._shape(("cond",), (c, t, f))
+            case Intrinsic(name=name, args=args) if name not in THREAD_INTRINSICS:
+                shape = self._shape(("math", name), args)
+            case _:
+                shape = None
+        number = None if shape is None else self.shapes.setdefault(shape, len(self.shapes))
+        self.numbers[id(e)] = number
+        return number
+
+    def _shape(self, head: tuple[object, ...], args: tuple[Expr, ...]) -> object | None:
+        numbers = tuple(self.value_number(x) for x in args)
+        return None if None in numbers else (*head, numbers)
+
     def expr(self, e: Expr) -> None:
+        number = self.value_number(e)
+        if number is not None and not isinstance(e, Read):
+            if number in self.seen:  # computed once by the compiler (LF-82)
+                return
+            self.seen.add(number)
         match e:
             case Const() | Ref() | Length():
                 return
@@ -160,25 +214,25 @@ class _Counter:
         match s:
             case Store(array=a, value=v):
                 self.written.add(a)
-                self.expr(v)
+                self.top(v)
             case Let(value=v, body=b):
-                self.expr(v)
+                self.top(v)
                 self.stmt(b)
             case Assign(value=v) | Return(value=v):
                 if v is not None:
-                    self.expr(v)
+                    self.top(v)
             case Seq(stmts=ss):
                 for x in ss:
                     self.stmt(x)
             case If(cond=c, then=t, else_=e):
-                self.add("select")
-                self.expr(c)
+                self.add("branch")  # a statement's test: LF-76 (a select is an expression's)
+                self.top(c)
                 self.stmt(t)
                 if e is not None:
                     self.stmt(e)
             case For(start=a, stop=b, body=body):
-                self.expr(a)
-                self.expr(b)
+                self.top(a)
+                self.top(b)
                 trips = _literal_trips(a, b)
                 if trips is None:
                     self.unknown = True
@@ -192,7 +246,7 @@ class _Counter:
                     self.unknown = True
                 for c in children(s):
                     if isinstance(c, EXPR_TYPES):
-                        self.expr(c)
+                        self.top(c)
                     elif isinstance(c, STMT_TYPES):
                         self.stmt(cast(Stmt, c))
 

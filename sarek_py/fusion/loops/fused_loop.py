@@ -1,5 +1,7 @@
-"""The loops a fusion plan becomes (specs/loop-fusion.md, LF-14, LF-50, LF-52; specs/ping-pong.md, PP-4):
+"""The loops a fusion plan becomes (specs/loop-fusion.md, LF-14, LF-50, LF-52, LF-85; specs/ping-pong.md, PP-4):
 :func:`fused_loop`, the consumer's loop reading the producer's expressions;
+:func:`fused_loops`, the same as the interior nest and the boundary strips when the
+interior is a box (LF-85);
 :func:`copy_loop` and :func:`whole_copy_loop`, device copies of arrays.
 """
 
@@ -9,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from sarek_py.fusion.loops.boundary import in_domain
 from sarek_py.fusion.loops.plan import Plan
+from sarek_py.fusion.loops.split import pieces
 from sarek_py.ir.host.program import LoopIndex, ParFor
 from sarek_py.ir.nodes import (
     Binary,
@@ -48,6 +51,18 @@ def fused_loop(plan: Plan, copies: Mapping[Var, Var], reads_from: Mapping[Var, V
     body = If(_retarget_reads(plan.interior, dict(reads_from or {})), plain.body,
               with_selects.body)
     return ParFor(plan.consumer.indices, body, plan.consumer.locals, loc=plan.consumer.loc)
+
+
+def fused_loops(plan: Plan, copies: Mapping[Var, Var], reads_from: Mapping[Var, Var]
+                | None = None) -> tuple[ParFor, ...]:
+    """The loops the fused pair runs: :func:`fused_loop`, or, when the interior is a box
+    (``plan.split``, LF-85), the interior nest with the plain recompute followed by the
+    boundary strips with the selects."""
+    if plan.split is None or plan.interior is None:
+        return (fused_loop(plan, copies, reads_from),)
+    plain = _fused(plan, copies, reads_from, selects=False)
+    with_selects = _fused(plan, copies, reads_from, selects=True)
+    return pieces(plan.consumer, plan.split, plain.body, with_selects.body)
 
 
 def _fused(plan: Plan, copies: Mapping[Var, Var], reads_from: Mapping[Var, Var] | None,
@@ -116,4 +131,4 @@ def whole_copy_loop(dst: Var, src: Var) -> ParFor:
     return ParFor(tuple(idx), Store(dst, tuple(body_index), Read(src, tuple(body_index))))
 
 
-__all__ = ["copy_loop", "fused_loop", "whole_copy_loop"]
+__all__ = ["copy_loop", "fused_loop", "fused_loops", "whole_copy_loop"]

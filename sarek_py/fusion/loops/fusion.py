@@ -58,9 +58,11 @@ from sarek_py.fusion.loops.effects import Effects, effects, is_self_contained, u
 from sarek_py.fusion.loops.inline import inline_stmt
 from sarek_py.fusion.loops.notes import describe_check
 from sarek_py.fusion.loops.pingpong import swap_refusal
-from sarek_py.fusion.loops.plan import Intermediate, Plan, conj_all
+from sarek_py.fusion.loops.intermediate import Intermediate
+from sarek_py.fusion.loops.plan import Plan, conj_all
 from sarek_py.fusion.loops.predict import price
 from sarek_py.fusion.loops.rewrite import ProgramBuilder
+from sarek_py.fusion.loops.split import Split, bound_leaves, box_of, box_test
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.ir.host.program import (
     Attr,
@@ -111,11 +113,13 @@ class FusionOptions:
     """``threshold``: operations per byte removed (LF-13; None: the default, 64, not given
     by the user: LF-63); ``swap``: ping-pong the renamed arrays (specs/ping-pong.md);
     ``backend``: the backend whose cost table row predicts fused against unfused (LF-62;
-    None: no prediction, the threshold decides)."""
+    None: no prediction, the threshold decides); ``split``: emit a box interior as loops of
+    its own (LF-85; False keeps LF-52's test inside the loop, for measuring the two)."""
 
     threshold: float | None = None
     swap: bool = False
     backend: str | None = None
+    split: bool = True
 
 
 @attrs.frozen
@@ -383,7 +387,7 @@ def _consumer_body(ctx: _Ctx, c: ParFor, mine: frozenset[Var]) -> Stmt:
 
 def _coverage(ctx: _Ctx, p: ParFor, c: ParFor, body: Stmt,
               inter: tuple[Intermediate, ...]
-              ) -> tuple[Expr | None, frozenset[Var], Expr | None]:
+              ) -> tuple[Expr | None, frozenset[Var], Expr | None, Split | str]:
     """LF-7: every element the consumer reads is one the producer writes; gives the
     run-time bounds check when the proof needs the arrays' allocation (LF-8), and the
     intermediates read where neither proves it (LF-50: read as stored outside the
@@ -450,7 +454,43 @@ def _coverage(ctx: _Ctx, p: ParFor, c: ParFor, body: Stmt,
     inside = interior(p, inter, frozenset(edges), body, frozenset(c.locals))
     if inside is not None and not _interior_proved(inside, cctx, p, edges, seen):
         inside = None  # LF-52: no split without the proof; the selects stay everywhere
-    return (conj_all(uniq) if uniq else None), frozenset(edges), inside
+    split: Split | str = ""
+    if inside is not None:
+        split = _split(p, c, inter, frozenset(edges), body, cctx, seen, uniq)
+    return (conj_all(uniq) if uniq else None), frozenset(edges), inside, split
+
+
+def _split(p: ParFor, c: ParFor, inter: tuple[Intermediate, ...], edges: frozenset[Var],
+           body: Stmt, cctx: AffineCtx,
+           seen: Sequence[tuple[Var, tuple[AffineForm, ...], Dnf, Dnf]],
+           checks: list[Expr]) -> Split | str:
+    """LF-85..LF-87: the interior as a box of its own loops, proved by the affine analysis
+    (the plain recompute is exact in the box) with the pieces' bounds proved not to wrap
+    (or a host test of it added to ``checks``); else why not."""
+    split = box_of(p, c, inter, edges, body, cctx)
+    if isinstance(split, str):
+        return split
+    if not _interior_proved(box_test(c, split), cctx, p, set(edges), seen):
+        return "the affine analysis does not prove every read of the box in the domain"
+    leaves = bound_leaves(c, split)
+    if wrap_risk(leaves, cctx) is None:
+        return split
+
+    def host(a: Expr) -> bool:
+        return isinstance(a, Length) or (isinstance(a, Ref) and not a.var.is_array
+                                         and a.var not in set(c.vars))
+
+    bad = wrap_risk(leaves, cctx, (), host, WRAP_BOUND)
+    if bad is not None:
+        return f"the bound `{print_expr(bad)}` of a piece may wrap around"
+    atoms: list[Expr] = []
+    for e in leaves:
+        f = to_affine(e, cctx)
+        atoms += [a for a in (f.atoms if f is not None else ()) if host(a) and a not in atoms]
+    check = bound_check(atoms)
+    if check is not None and check not in checks:
+        checks.append(check)
+    return split
 
 
 def _interior_proved(inside: Expr, cctx: AffineCtx, p: ParFor, edges: set[Var],
@@ -902,9 +942,13 @@ def analyse_pair(program: Program, ancestors: Sequence[HostStmt], p: ParFor, c: 
     if renamed:
         _check_renamed(ctx, c, body, renamed)
     chain = _chain(ctx, ancestors, p, c, inter, renamed, c_stores, absorbed)
-    check, edges, inside = _coverage(ctx, p, c, body, inter)
+    check, edges, inside, split = _coverage(ctx, p, c, body, inter)
+    if not options.split and not isinstance(split, str):
+        split = "not asked for (FusionOptions(split=False))"
     plan = Plan(p, c, inter, tuple(sorted(renamed, key=lambda v: v.name)), body, chain,
-                check, _cost(ctx, body, inter, options.threshold), edges, inside)
+                check, _cost(ctx, body, inter, options.threshold), edges, inside,
+                split=None if isinstance(split, str) else split,
+                no_split=split if isinstance(split, str) else "")
     swapped = options.swap and bool(renamed) and swap_refusal(program, plan) is None
     plan = price(plan, options.backend, ctx.helpers, swapped, program)  # LF-62
     if not plan.cost.pays:

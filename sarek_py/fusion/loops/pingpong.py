@@ -16,13 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sarek_py.analysis.effects import may_alias, may_share, stmt_effects
-from sarek_py.fusion.loops.fused_loop import copy_loop, fused_loop
+from sarek_py.fusion.loops.fused_loop import copy_loop, fused_loops
 from sarek_py.fusion.loops.plan import Plan
 from sarek_py.ir.host.program import (
     Block,
     HAssign,
     HIf,
     HostStmt,
+    ParFor,
     Procedure,
     Program,
     expr_vars,
@@ -85,13 +86,18 @@ def swap_refusal(program: Program, plan: Plan) -> str | None:
     return None
 
 
+def _one(loops: tuple[ParFor, ...]) -> HostStmt:
+    """The loop, or the block of the interior nest and boundary strips (LF-85, LF-89)."""
+    return loops[0] if len(loops) == 1 else Block(loops)
+
+
 def swapped(plan: Plan, copies: Mapping[Var, Var], flag: Var, last: Expr,
             original: Block) -> HostStmt:
     """PP-4, PP-5: ``if last then (copy back if flag; flag := false; original) else
     (if flag then fused(copy → array) else fused(array → copy); flag := !flag)``."""
-    forward = fused_loop(plan, copies)
-    backward = fused_loop(plan, {a: a for a in plan.renamed},
-                          reads_from={a: copies[a] for a in plan.renamed})
+    forward = _one(fused_loops(plan, copies))
+    backward = _one(fused_loops(plan, {a: a for a in plan.renamed},
+                                reads_from={a: copies[a] for a in plan.renamed}))
     restore = copy_loop(plan.consumer, [(a, copies[a]) for a in plan.renamed])
     flip = HAssign(flag, Unary(UnaryOp.NOT, Ref(flag)))
     last_branch = Block((HIf(Ref(flag), Block((restore,

@@ -11,18 +11,10 @@ from collections.abc import Sequence
 import attrs
 
 from sarek_py.fusion.loops.cost import CostDecision
+from sarek_py.fusion.loops.intermediate import Intermediate
+from sarek_py.fusion.loops.split import Split
 from sarek_py.ir.host.program import HFor, ParFor
 from sarek_py.ir.nodes import Binary, BinaryOp, Expr, Stmt, Var
-
-
-@attrs.frozen
-class Intermediate:
-    """An array the producer assigns: its guard conditions and value (over the producer's
-    indices)."""
-
-    array: Var
-    guards: tuple[Expr, ...]
-    value: Expr
 
 
 @attrs.frozen
@@ -44,6 +36,11 @@ class Plan:
     #: the consumer's iterations whose reads of ``edges`` all lie in the domain (LF-52):
     #: the fused body is ``if interior then <plain> else <with selects>``
     interior: Expr | None = None
+    #: the interior as a box: the fused loop is the interior nest and the boundary strips
+    #: (LF-85); ``None``: the split is the test ``interior`` inside the loop
+    split: Split | None = None
+    #: why the interior is not a box (LF-88), when there is an interior test
+    no_split: str = ""
     #: the original loops the fused loop replaces, in program order, when the plan is a
     #: whole chain of three or more (LF-70); empty for a pair
     stages: tuple[ParFor, ...] = ()

@@ -6,7 +6,8 @@ with a :class:`~sarek_py.fusion.loops.cost.Prediction` for the backend of
 :class:`~sarek_py.fusion.loops.fusion.FusionOptions` from the cost table:
 
 * unfused: the producer's loop and the consumer's loop, two launches, each point priced by
-  its counts (:func:`~sarek_py.fusion.loops.cost_counts.count`);
+  its counts (:func:`~sarek_py.fusion.loops.cost_counts.count`) on the roofline
+  (:func:`ns`: the larger of its bytes' time and its compute's time, LF-75);
 * fused: the fused loop as the rewrite builds it (:func:`fused_loop`: each read of an
   intermediate is the producer's expression, with its loads, so recompute multiplies the
   producer's loads too), priced on its interior branch when LF-52 split it (the boundary
@@ -37,9 +38,26 @@ from sarek_py.ir.nodes import Binary, BinaryOp, Cast, Const, Expr, HelperFunc, I
 LAUNCH = "launch"
 
 
+#: the kind priced on the memory side of the roofline (LF-75); every other kind is compute
+MEMORY = "byte"
+
+
+def memory_ns(counts: Counts, row: Mapping[str, float]) -> float:
+    """The memory side of one point (LF-75): its bytes streamed at the row's ns per byte."""
+    return row.get(MEMORY, 0.0) * counts[MEMORY]
+
+
+def compute_ns(counts: Counts, row: Mapping[str, float]) -> float:
+    """The compute side of one point (LF-75): every other kind at its ns (the point's own
+    cost, loads, operations by type and kind, selects)."""
+    return sum(row.get(k, 0.0) * v for k, v in counts.as_dict().items() if k != MEMORY)
+
+
 def ns(counts: Counts, row: Mapping[str, float]) -> float:
-    """The time in ns of one point with ``counts`` on a backend's ``row`` (LF-62)."""
-    return sum(row.get(k, 0.0) * v for k, v in counts.as_dict().items())
+    """The time in ns of one point with ``counts`` on a backend's ``row``: the roofline,
+    the larger of the memory and the compute side -- a loop streaming its bytes while it
+    computes is bound by the slower of the two (LF-75)."""
+    return max(memory_ns(counts, row), compute_ns(counts, row))
 
 
 def fused_counts(plan: Plan, helpers: Mapping[str, HelperFunc]) -> Counts:
@@ -132,4 +150,5 @@ def price(plan: Plan, backend: str | None, helpers: Mapping[str, HelperFunc],
     return attrs.evolve(plan, cost=attrs.evolve(plan.cost, prediction=pred))
 
 
-__all__ = ["declared_values", "fused_counts", "ns", "points", "predict", "price"]
+__all__ = ["MEMORY", "compute_ns", "declared_values", "fused_counts", "memory_ns", "ns", "points",
+           "predict", "price"]

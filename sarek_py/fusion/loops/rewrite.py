@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import attrs
 
-from sarek_py.fusion.loops.fused_loop import copy_loop, fused_loop, whole_copy_loop
+from sarek_py.fusion.loops.fused_loop import copy_loop, fused_loops, whole_copy_loop
 from sarek_py.fusion.loops.pingpong import swap_refusal, swapped
 from sarek_py.fusion.loops.plan import Plan, conj_all
 from sarek_py.ir.host.program import (
@@ -111,8 +111,7 @@ class ProgramBuilder:
                 self.swaps.append("")
                 return swapped(plan, copies, flag, cond, original)
             self.swaps.append(why)
-        fused = fused_loop(plan, copies)
-        tail: list[HostStmt] = [fused]
+        tail: list[HostStmt] = [*fused_loops(plan, copies)]  # LF-85: the pieces
         if copies:
             tail.append(copy_loop(plan.consumer, [(a, copies[a]) for a in plan.renamed]))
         return HIf(cond, original, Block(tuple(tail)))

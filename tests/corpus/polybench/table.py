@@ -28,10 +28,13 @@ def section() -> list[str]:
              "program on the interpreter and offloaded on OpenCL, bitwise equal, at the "
              "published MINI sizes and at sizes with an empty interior. A pair is two "
              "adjacent parallel loops; *fused* pairs read the producer's "
-             "untouched boundary as stored (LF-50) with the interior split off (LF-52). "
+             "untouched boundary as stored (LF-50) with the interior split off (LF-52), "
+             "since LF-85 as loops of their own: the interior nest without a test, then "
+             "the boundary strips with the selects. "
              "The fused/unfused time ratios on PoCL are in docs/performance.md "
              "(`benchmarks/polybench.py`): every fused program here is slower there "
-             "(step ratios 3.8 to 6.8 in the quiet run of 05:34 UTC), and `opt`'s cost "
+             "(step ratios 3.8 to 6.8 in the quiet run of 05:34 UTC, with LF-52's test "
+             "inside the loop; `--compare-split` times both forms), and `opt`'s cost "
              "model (LF-60..LF-69) now declines all three with the copy back (predicted "
              "1.20x, 1.85x, 3.24x on opencl); with `--swap` it still fuses jacobi-1d "
              "(predicted 0.81x, measured 6.0x slower). The decisions below are LF-13's "
@@ -47,6 +50,9 @@ def section() -> list[str]:
             if r.plan is not None:
                 edges = ", ".join(sorted(v.name for v in r.plan.edges)) or "none"
                 row = f"fused | | boundary read as stored: {edges}"
+                if r.plan.split is not None:
+                    row += (f"; interior nest and {r.plan.split.loops - 1} boundary strips "
+                            "as loops of their own (LF-85)")
             else:
                 assert r.refusal is not None
                 reason = " ".join(r.refusal.reason.split()).replace("|", "\\|")
