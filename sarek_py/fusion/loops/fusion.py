@@ -56,9 +56,9 @@ from sarek_py.fusion.loops.chains import ChainStep, chain_text, fallback_pairs, 
 from sarek_py.fusion.loops.cost import CostDecision, CostItem, decide, operations
 from sarek_py.fusion.loops.effects import Effects, effects, is_self_contained, unknown_effect
 from sarek_py.fusion.loops.inline import inline_stmt
+from sarek_py.fusion.loops.intermediate import Intermediate
 from sarek_py.fusion.loops.notes import describe_check
 from sarek_py.fusion.loops.pingpong import swap_refusal
-from sarek_py.fusion.loops.intermediate import Intermediate
 from sarek_py.fusion.loops.plan import Plan, conj_all
 from sarek_py.fusion.loops.predict import price
 from sarek_py.fusion.loops.rewrite import ProgramBuilder
