@@ -11,7 +11,10 @@ time of a point the difference of a step over N and over N/4 points (the launch 
 A loop of a few points gives the launch cost; the per-point costs are the roofline fit
 (:func:`fit_roofline`, LF-77: each loop's point costs the larger of its bytes' time and its
 compute's time, LF-75) of the loops' per-point times on their counts
-(:func:`sarek_py.fusion.loops.cost_counts.count`, the counts the model prices). Prints
+(:func:`sarek_py.fusion.loops.cost_counts.count`, the counts the model prices). The
+``shift`` (a read at an offset in a 2-D array's last dimension, LF-95) is fitted apart from
+2-D stencils and their twins reading the same offsets in the first dimension
+(:data:`LOOPS_2D`, :func:`fit_shift`, LF-96). Prints
 the row and how well it fits each loop; ``--write`` stores it in
 ``sarek_py/fusion/loops/cost_table.py`` (the other backends' rows kept), and refuses to
 when a loop measured zero or the fit misses a loop by more than half (a busy machine).
@@ -27,9 +30,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -92,6 +97,45 @@ LOOPS: dict[str, str] = {
 }
 
 
+#: name -> (loop body over i, j of 2-D f64 arrays u, v; its twin reading the same offsets
+#: in the first dimension): the loops that fit the ``shift`` kind (LF-96)
+LOOPS_2D: dict[str, tuple[str, str]] = {
+    "2-D stencil 3": ("v[i, j] <- u[i, j - 1] + u[i, j] + u[i, j + 1]",
+                      "v[i, j] <- u[i - 1, j] + u[i, j] + u[i + 1, j]"),
+    "2-D stencil 5": ("v[i, j] <- u[i, j - 2] + u[i, j - 1] + u[i, j] + u[i, j + 1] "
+                      "+ u[i, j + 2]",
+                      "v[i, j] <- u[i - 2, j] + u[i - 1, j] + u[i, j] + u[i + 1, j] "
+                      "+ u[i + 2, j]"),
+}
+
+
+def program_2d(body: str, n: int, steps: int) -> Program:
+    """A host program running ``body`` over about ``n`` points (``isqrt(n)`` squared) of
+    the 2-D f64 arrays u and v, ``steps`` times (LF-96)."""
+    m = math.isqrt(n)
+    text = (f"program calibrate2\n  var n : i32 = {m};\n  var steps : i32 = {steps};\n"
+            "  var u : f64[0:, 0:] allocatable;\n  var v : f64[0:, 0:] allocatable;\n"
+            "begin\n  allocate u[0:n - 1, 0:n - 1];\n  allocate v[0:n - 1, 0:n - 1];\n"
+            "  parallel for (i = 0 to n - 1, j = 0 to n - 1) do (u[i, j] <- f64((i + j) % 100)"
+            " * 0.01; v[i, j] <- 0.0) done;\n"
+            "  for t = 1 to steps do\n"
+            f"    parallel for (i = 4 to n - 5, j = 4 to n - 5) do {body} done\n  done\nend\n")
+    return parse_program(text, "calibrate2.sk")
+
+
+def fit_shift(shifts: np.ndarray, last: np.ndarray, first: np.ndarray) -> float:
+    """The ns of a ``shift`` (LF-96): the non-negative least squares slope, by relative
+    error, of what each 2-D loop reading at offsets in its last dimension (``last``, ns per
+    point) costs more than its twin reading the same offsets in its first (``first``), on
+    the twin's ``shift`` counts less (``shifts``: the loop's count; the twin counts none).
+    The same work in the same loop shape: only the dimension of the offsets differs, so the
+    1-D row's error on 2-D loops cancels."""
+    w = 1.0 / np.maximum(last, 0.25)
+    s, d = shifts * w, (last - first) * w
+    den = float(s @ s)
+    return max(float(s @ d) / den, 0.0) if den > 0 else 0.0
+
+
 def program(body: str, n: int, steps: int) -> Program:
     decls = "".join(f"  var {v} : f64[0:] allocatable;\n" for v in "xzwy") + \
         "".join(f"  var {v} : f32[0:] allocatable;\n" for v in "acb")
@@ -111,10 +155,13 @@ def loop_of(p: Program) -> ParFor:
 
 
 def step_ns(body: str, sizes: tuple[int, ...], backend: object, t1: int, t2: int,
-            repeat: int) -> list[float]:
+            repeat: int, make: Callable[[str, int, int], Program] | None = None
+            ) -> list[float]:
     """ns per step of the loop over each of ``sizes`` points (the difference of T2 and T1
-    steps, the best of ``repeat`` runs, all runs interleaved)."""
-    progs = {(n, t): offload(program(body, n, t)) for n in sizes for t in (t1, t2)}
+    steps, the best of ``repeat`` runs, all runs interleaved); ``make``: the program
+    builder (:func:`program`, 1-D, by default)."""
+    make = make or program
+    progs = {(n, t): offload(make(body, n, t)) for n in sizes for t in (t1, t2)}
     for q in progs.values():
         run_program(q, device=backend, check_races=False)  # builds
     best = dict.fromkeys(progs, float("inf"))
@@ -198,6 +245,22 @@ def calibrate(backend_name: str, n: int, repeat: int, steps: int = 24
     lines = [f"  {nm:<14} measured {m:8.3f} ns/point  fitted {f:8.3f}"
              for nm, m, f in zip(names, b, fit, strict=True)]
     bad = misfits(names, b, fit)
+    # LF-96: the shift, from 2-D twins (offsets in the last dimension against the first)
+    shifts, last, first = [], [], []
+    for name, (body, twin) in LOOPS_2D.items():
+        per = []
+        for text in (body, twin):
+            big, small = step_ns(text, (n, n // 4), be, t1, t2, repeat, program_2d)
+            pts = (math.isqrt(n) - 8) ** 2 - (math.isqrt(n // 4) - 8) ** 2
+            per.append(max(big - small, 0.0) / pts)
+        shifts.append(count(loop_of(program_2d(body, 64, 1)).body)["shift"])
+        last.append(per[0])
+        first.append(per[1])
+        lines.append(f"  {name:<14} measured {per[0]:8.3f} ns/point  (offsets in the first "
+                     f"dimension: {per[1]:.3f})")
+        if min(per) <= 0:
+            bad.append(name)
+    row["shift"] = float(f"{fit_shift(np.array(shifts), np.array(last), np.array(first)):.4g}")
     if bad:
         lines.append(f"  noisy: {', '.join(bad)} measured at zero or fitted more than 50 % "
                      "off (a busy machine?); --write refuses such a row")

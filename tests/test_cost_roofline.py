@@ -210,7 +210,7 @@ def test_lf77_fit_recovers_a_roofline() -> None:
     true = np.array([{"point": 0.4, "byte": 0.06, "load": 0.25, "f32_op": 0.01,
                       "f64_op": 0.015, "f32_div": 0.03, "f64_div": 0.1, "f32_transc": 1.6,
                       "f64_transc": 8.0, "int_op": 0.015, "int_div": 0.19, "select": 0.0,
-                      "branch": 1.5}[k] for k in KINDS])
+                      "branch": 1.5, "shift": 0.0}[k] for k in KINDS])
     j = KINDS.index("byte")
     comp = [k for k in range(len(KINDS)) if k != j]
     b = np.maximum(a[:, j] * true[j], a[:, comp] @ true[comp])

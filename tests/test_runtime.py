@@ -583,7 +583,8 @@ def test_lch18_launch_expressions_follow_their_inputs(
     """Thread counts that change with n and m between launches (and unchanged ones reused)
     give the host-only run's result; the count that depends on m alone is walked only when
     m changed (three times in seven iterations)."""
-    from sarek_py.host.interp import HostInterp, run_program
+    from sarek_py.host import interp as interp_module
+    from sarek_py.host.interp import run_program
     from sarek_py.host.offload import offload
     from sarek_py.ir.host.launch import Launch
     from sarek_py.ir.host.program import iter_host
@@ -594,13 +595,22 @@ def test_lch18_launch_expressions_follow_their_inputs(
     ref = run_program(prog).array("a")
     off = offload(prog, block_size=8)
     walked: list[Any] = []
-    real = HostInterp._eval_checked
+    real = interp_module.host_expr
 
-    def counting(self: HostInterp, e: Any, f: Any) -> Any:
-        walked.append(e)
-        return real(self, e, f)
+    def counting(e: Any) -> Any:
+        entry = real(e)
+        fn = entry.fn
+        if not getattr(fn, "counted", False):  # each expression's closure counts its runs
 
-    monkeypatch.setattr(HostInterp, "_eval_checked", counting)
+            def run(frame: Any, fn: Any = fn, e: Any = e) -> Any:
+                walked.append(e)
+                return fn(frame)
+
+            run.counted = True  # type: ignore[attr-defined]
+            entry.fn = run
+        return entry
+
+    monkeypatch.setattr(interp_module, "host_expr", counting)
     got = run_program(off, device=be).array("a")
     assert got.tobytes() == ref.tobytes()
     launches = [s for s in iter_host(off.body) if isinstance(s, Launch)]

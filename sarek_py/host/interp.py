@@ -12,7 +12,7 @@ and syncs run on a backend (default: the interpreter backend) with device-reside
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -20,7 +20,8 @@ import numpy as np
 
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.host.check import check_program, check_program_once
-from sarek_py.host.expr_memo import Memo
+from sarek_py.host.compiled_expr import Fn, HostExpr, array_of, element_index, host_expr
+from sarek_py.host.expr_memo import memo_key
 from sarek_py.host.frame import Frame
 from sarek_py.host.input_values import InputValue, convert_value
 from sarek_py.host.parfor import parfor_kernel
@@ -149,7 +150,10 @@ class HostInterp:
         self.procs = {p.name: p for p in program.procedures}
         self.globals = Frame({})
         self.device = Residency(backend, check_races, program)
-        self._memo: dict[int, Memo] = {}
+        #: per expression (by id): its closure and memo (HP-51, HP-53)
+        self._exprs: dict[int, HostExpr] = {}
+        #: the statements (by id) that name no array for :meth:`Residency.before` (HP-54)
+        self._bare: dict[int, HostStmt] = {}
         #: whether numpy's floating-point warnings are off already (inside :meth:`run`)
         self._quiet = False
 
@@ -211,34 +215,48 @@ class HostInterp:
     # ------------------------------------------------------------- expressions
     def eval(self, e: Expr, frame: Frame) -> Any:
         """The value of ``e`` in ``frame`` (a numpy scalar, or an array for a bare array
-        reference). Evaluation is pure, so an integer expression (see :class:`Memo`)
-        whose inputs are those of its previous evaluation gives the previous value
-        without walking the tree again; a launch in a host loop evaluates the same thread
-        counts, extents and write-discard conditions at every iteration (LCH-2)."""
-        kind = type(e)
-        if kind is Ref:
+        reference), computed by its compiled closure (HP-51). Evaluation is pure, so an
+        integer expression large enough to be worth it (:class:`HostExpr`, HP-53) whose
+        inputs are those of its previous evaluation gives the previous value without
+        running it again; a launch in a host loop evaluates the same thread counts,
+        extents and write-discard conditions at every iteration (LCH-2)."""
+        if type(e) is Ref:
             assert isinstance(e, Ref)
             return frame.get_var(e.var)
-        if kind is Const:
-            assert isinstance(e, Const)
-            return e.type.dtype.type(e.value)
-        memo = self._memo.get(id(e))
-        if memo is None or memo.expr is not e:
-            memo = Memo.of(e)
-            self._memo[id(e)] = memo
-        if memo.inputs is None:
-            return self._eval_checked(e, frame)
-        key = memo.key(frame)
-        if key == memo.last_key:
-            return memo.last_value
-        value = self._eval_checked(e, frame)
-        memo.last_key, memo.last_value = key, value
+        c = self._exprs.get(id(e))
+        if c is None or c.expr is not e:
+            c = host_expr(e)
+            self._exprs[id(e)] = c
+        inputs = c.inputs
+        if inputs is not None:
+            key = memo_key(inputs, frame)
+            last = c.last
+            if last is not None and key == last[0]:
+                return last[1]
+        if self._quiet:  # inside run(), which ignores numpy's warnings once
+            try:
+                value = c.fn(frame)
+            except LaneFault as exc:
+                raise HostError(exc.message, e.loc) from None
+        else:
+            value = self._run_checked(c.fn, e, frame)
+        if inputs is not None:
+            c.last = (key, value)
         return value
 
-    def _eval_checked(self, e: Expr, frame: Frame) -> Any:
+    def _run_checked(self, fn: Fn, e: Expr, frame: Frame) -> Any:
         try:
             if self._quiet:  # inside run(), which ignores numpy's warnings once
-                return self._eval(e, frame)
+                return fn(frame)
+            with np.errstate(all="ignore"):
+                return fn(frame)
+        except LaneFault as exc:
+            raise HostError(exc.message, e.loc) from None
+
+    def _eval_checked(self, e: Expr, frame: Frame) -> Any:
+        """The tree walk :meth:`_eval`, located as :meth:`eval` locates its errors: the
+        reference the compiled closures are checked against (HP-51)."""
+        try:
             with np.errstate(all="ignore"):
                 return self._eval(e, frame)
         except LaneFault as exc:
@@ -273,103 +291,128 @@ class HostInterp:
                         "thread intrinsics belong in parallel loops)", e.loc)
 
     def _array(self, a: Var, f: Frame, loc: Loc | None) -> np.ndarray[Any, Any]:
-        arr = f.get_var(a)
-        if not isinstance(arr, np.ndarray):
-            raise HostError(f"array '{a.name}' is not allocated", loc)
-        return arr
+        return array_of(a, f, loc)
 
     def _index(self, a: Var, arr: np.ndarray[Any, Any], idx: list[Any],
                loc: Loc | None) -> tuple[int, ...]:
-        assert isinstance(a.type, ArrayType)
-        out = []
-        for d, (i, lo) in enumerate(zip(idx, a.type.lower, strict=True)):
-            k = int(i) - lo
-            if not 0 <= k < arr.shape[d]:
-                raise HostError(f"index {int(i)} of '{a.name}' (dimension {d}) is out of "
-                                f"bounds {lo}:{lo + arr.shape[d] - 1}", loc)
-            out.append(k)
-        return tuple(out)
+        return element_index(a, arr, idx, loc)
 
     # --------------------------------------------------------------- statements
     def stmt(self, s: HostStmt, f: Frame) -> None:
-        if isinstance(s, (Launch, Sync)):
-            try:
-                if isinstance(s, Launch):
-                    self.device.launch(self.eval, s, f)
-                else:
-                    self.device.sync(f)
-            except StopRequest as stop:
-                raise _Leave("stop", stop.code) from None
-            except FusionRefused as refusal:  # a fused kernel's launch conditions (LEG-14)
-                refusal.loc = refusal.loc or s.loc
-                raise
-            except RangeRefused as refusal:  # conditions over its arguments: here (LCH-25)
-                refusal.loc = s.loc or refusal.loc
-                raise
-            return
+        """Run ``s``: by the statement's kind, one look-up in :data:`_STATEMENTS` (HP-54);
+        every statement but a launch and a sync first brings back from the device the
+        arrays it may name (:meth:`Residency.before`)."""
+        run = _STATEMENTS.get(type(s))
+        if run is None:
+            self.device.before(s, f)
+            raise HostError(f"not a host statement: {type(s).__name__}")
+        run(self, s, f)
+
+    def _before(self, s: HostStmt, f: Frame) -> None:
+        """Bring back the arrays ``s`` may name (:meth:`Residency.before`); a statement that
+        names none is remembered, and not asked again in this run (HP-54)."""
         self.device.before(s, f)
-        match s:
-            case HAssign(var=v, value=e):
-                f.set_var(v, self.eval(e, f))
-            case HStore(array=a, index=idx, value=e):
-                arr = self._array(a, f, s.loc)
-                arr[self._index(a, arr, [self.eval(i, f) for i in idx], s.loc)] = \
-                    self.eval(e, f)
-            case Block(stmts=ss):
-                for x in ss:
-                    self.stmt(x, f)
-            case HIf(cond=c, then=t, else_=e):
-                if bool(self.eval(c, f)):
-                    self.stmt(t, f)
-                elif e is not None:
-                    self.stmt(e, f)
-            case HFor():
-                self._for(s, f)
-            case HWhile():
-                self._while(s, f)
-            case Break():
-                raise _Leave("break")
-            case Continue():
-                raise _Leave("continue")
-            case HReturn():
-                raise _Leave("return")
-            case HStop(code=c):
-                raise _Leave("stop", c)
-            case ParFor():
-                self._parfor(s, f)
-            case CallProc():
-                self._call(s, f)
-            case Output():
-                self._output(s, f)
-            case Input(vars=vs):
-                for v in vs:
-                    try:
-                        x = next(self.inputs)
-                    except StopIteration:
-                        src = f" ({self.input_source} holds {self.inputs_read} value" \
-                            f"{'' if self.inputs_read == 1 else 's'})" \
-                            if self.input_source else ""
-                        raise HostError(f"read past the end of the input, for '{v.name}'{src}",
-                                        s.loc) from None
-                    self.inputs_read += 1
-                    if isinstance(x, InputValue) and not v.is_array:  # HP-45
-                        f.set_var(v, convert_value(v, str(x), x.where, s.loc))
-                    else:
-                        f.set_var(v, self._convert(v, x))
-            case Allocate():
-                self._allocate(s, f)
-            case Deallocate(array=a):
-                old = f.get_var(a)
-                if old is None:
-                    raise HostError(f"array '{a.name}' is not allocated", s.loc)
-                self.device.forget(old)
-                f.set_var(a, None)
-            case PointerAssoc(pointer=p, target=t):
-                f.set_var(p, f.get_var(t))
-            case _:
-                raise HostError(f"not a host statement: {type(s).__name__}")
+        if not self.device.names_arrays(s):
+            self._bare[id(s)] = s
+
+    def _launch(self, s: Launch | Sync, f: Frame) -> None:
+        try:
+            if isinstance(s, Launch):
+                self.device.launch(self.eval, s, f)
+            else:
+                self.device.sync(f)
+        except StopRequest as stop:
+            raise _Leave("stop", stop.code) from None
+        except FusionRefused as refusal:  # a fused kernel's launch conditions (LEG-14)
+            refusal.loc = refusal.loc or s.loc
+            raise
+        except RangeRefused as refusal:  # conditions over its arguments: here (LCH-25)
+            refusal.loc = s.loc or refusal.loc
+            raise
+
+    def _assign(self, s: HAssign, f: Frame) -> None:
+        if self._bare.get(id(s)) is not s:
+            self._before(s, f)
+        f.set_var(s.var, self.eval(s.value, f))
+
+    def _store(self, s: HStore, f: Frame) -> None:
+        if self._bare.get(id(s)) is not s:
+            self._before(s, f)
+        a = s.array
+        arr = self._array(a, f, s.loc)
+        arr[self._index(a, arr, [self.eval(i, f) for i in s.index], s.loc)] = \
+            self.eval(s.value, f)
+
+    def _block(self, s: Block, f: Frame) -> None:
+        if self._bare.get(id(s)) is not s:
+            self._before(s, f)
+        for x in s.stmts:
+            run = _STATEMENTS.get(type(x))
+            if run is None:
+                self.stmt(x, f)
+            else:
+                run(self, x, f)
+
+    def _if(self, s: HIf, f: Frame) -> None:
+        if self._bare.get(id(s)) is not s:
+            self._before(s, f)
+        branch: HostStmt | None = s.then if bool(self.eval(s.cond, f)) else s.else_
+        if branch is None:  # (a then-branch is always a statement)
+            return
+        run = _STATEMENTS.get(type(branch))
+        if run is None:
+            self.stmt(branch, f)
+        else:
+            run(self, branch, f)
+
+    def _leave(self, s: HostStmt, f: Frame) -> None:
+        if self._bare.get(id(s)) is not s:
+            self._before(s, f)
+        if isinstance(s, Break):
+            raise _Leave("break")
+        if isinstance(s, Continue):
+            raise _Leave("continue")
+        if isinstance(s, HReturn):
+            raise _Leave("return")
+        assert isinstance(s, HStop)
+        raise _Leave("stop", s.code)
+
+    def _input(self, s: Input, f: Frame) -> None:
+        if self._bare.get(id(s)) is not s:
+            self._before(s, f)
+        for v in s.vars:
+            try:
+                x = next(self.inputs)
+            except StopIteration:
+                src = f" ({self.input_source} holds {self.inputs_read} value" \
+                    f"{'' if self.inputs_read == 1 else 's'})" \
+                    if self.input_source else ""
+                raise HostError(f"read past the end of the input, for '{v.name}'{src}",
+                                s.loc) from None
+            self.inputs_read += 1
+            if isinstance(x, InputValue) and not v.is_array:  # HP-45
+                f.set_var(v, convert_value(v, str(x), x.where, s.loc))
+            else:
+                f.set_var(v, self._convert(v, x))
+
+    def _deallocate(self, s: Deallocate, f: Frame) -> None:
+        if self._bare.get(id(s)) is not s:
+            self._before(s, f)
+        a = s.array
+        old = f.get_var(a)
+        if old is None:
+            raise HostError(f"array '{a.name}' is not allocated", s.loc)
+        self.device.forget(old)
+        f.set_var(a, None)
+
+    def _associate(self, s: PointerAssoc, f: Frame) -> None:
+        if self._bare.get(id(s)) is not s:
+            self._before(s, f)
+        f.set_var(s.pointer, f.get_var(s.target))
 
     def _for(self, s: HFor, f: Frame) -> None:
+        if self._bare.get(id(s)) is not s:
+            self._before(s, f)
         start = int(self.eval(s.start, f))
         stop = int(self.eval(s.stop, f))
         step = 1 if s.step is None else int(self.eval(s.step, f))
@@ -382,11 +425,14 @@ class HostInterp:
         var = s.var
         outer = own.get(var, _ABSENT)  # (only a recursive run of this loop could set it)
         i = start
+        body = s.body
+        run = _STATEMENTS.get(type(body)) or HostInterp.stmt
+        int32 = np.int32
         try:
             while (i <= stop) if step > 0 else (i >= stop):
-                own[var] = np.int32(i)
+                own[var] = int32(i)
                 try:
-                    self.stmt(s.body, f)
+                    run(self, body, f)
                 except _Leave as leave:
                     if leave.kind == "break":
                         break
@@ -500,6 +546,41 @@ class HostInterp:
         arr = np.zeros(tuple(shape), a.type.elem.dtype)
         self.device.fresh_zero(arr)
         f.set_var(a, arr)
+
+
+def _after_before(method: Callable[[HostInterp, Any, Frame], None]) \
+        -> Callable[[HostInterp, Any, Frame], None]:
+    """``method`` run after the statement's arrays are brought back (Residency.before)."""
+    def run(interp: HostInterp, s: Any, f: Frame) -> None:
+        if interp._bare.get(id(s)) is not s:
+            interp._before(s, f)
+        method(interp, s, f)
+    return run
+
+
+#: how each kind of host statement runs (HP-54): exactly these classes (the statement
+#: classes have no subclasses; another class is "not a host statement")
+_STATEMENTS: dict[type, Callable[[HostInterp, Any, Frame], None]] = {
+    Launch: HostInterp._launch,
+    Sync: HostInterp._launch,
+    HAssign: HostInterp._assign,
+    HStore: HostInterp._store,
+    Block: HostInterp._block,
+    HIf: HostInterp._if,
+    HFor: HostInterp._for,
+    HWhile: _after_before(HostInterp._while),
+    Break: HostInterp._leave,
+    Continue: HostInterp._leave,
+    HReturn: HostInterp._leave,
+    HStop: HostInterp._leave,
+    ParFor: _after_before(HostInterp._parfor),
+    CallProc: _after_before(HostInterp._call),
+    Output: _after_before(HostInterp._output),
+    Input: HostInterp._input,
+    Allocate: _after_before(HostInterp._allocate),
+    Deallocate: HostInterp._deallocate,
+    PointerAssoc: HostInterp._associate,
+}
 
 
 def _scalar(v: Any) -> Any:

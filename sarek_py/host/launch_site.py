@@ -107,6 +107,9 @@ class SiteShape:
         self.inputs: tuple[Input, ...] | None = memo_inputs(exprs)
 
 
+#: what a frame's dict gives for a variable it does not hold
+_MISSING = object()
+
 _SHAPES: IdentityCache[Launch, SiteShape] = IdentityCache(SiteShape, 4096)
 
 
@@ -168,8 +171,11 @@ class LaunchSite:
         touched: list[Any] = []
         buffers: list[DeviceBuffer] = []
         entries = res.entries
+        own = f.own  # a frame's own variables first, as Frame.get_var looks them up
         for _name, var, written in self.arrays:
-            arr = f.get_var(var)
+            arr = own.get(var, _MISSING)
+            if arr is _MISSING:
+                arr = f.get_var(var)
             if not isinstance(arr, np.ndarray):
                 raise HostError(f"launch of {k.name}: array '{var.name}' is not "
                                 "allocated", s.loc)
@@ -193,7 +199,12 @@ class LaunchSite:
                 touched.append(e)
         floats: list[Any] = []
         for name, t, np_type, a in self.floats:
-            val = f.get_var(a.var) if isinstance(a, Ref) else evaluate(a, f)
+            if isinstance(a, Ref):
+                val = own.get(a.var, _MISSING)
+                if val is _MISSING:
+                    val = f.get_var(a.var)
+            else:
+                val = evaluate(a, f)
             if type(val) is not np_type:  # the same numpy scalar passes as it is
                 val = scalar_value(t, val, f"launch of {k.name}: argument {name}")
             floats.append(val)

@@ -184,6 +184,12 @@ class Residency:
                 continue
             self.host_needs(arr, v.name, write, s.loc)
 
+    def names_arrays(self, s: HostStmt) -> bool:
+        """Whether :meth:`before` may bring back or mark an array for ``s``: ``False`` only
+        for a statement asked before that names none (what it names never changes)."""
+        arrays = self.stmt_arrays.get(id(s))
+        return arrays is None or arrays.stmt is not s or bool(arrays.arrays)
+
     def launch(self, evaluate: Callable[..., Any], s: Launch,
                f: Frame) -> None:
         """Start ``s`` (OFF-3, OFF-4): ``evaluate(expr, frame)`` gives the value of a host

@@ -3,14 +3,17 @@
 :func:`count` walks a loop body (a kernel-IR statement, one point of the nest) and gives a
 :class:`Counts`: the loads (each array read evaluated), the bytes streamed (each distinct
 array read, and each distinct array written, once per point at its element size), and the
-operations by kind. The cost model (:mod:`~sarek_py.fusion.loops.cost`) prices each kind
+operations by kind, and the loads at an offset in the last dimension of a 2-D or n-D
+array (``shift``, LF-95). The cost model (:mod:`~sarek_py.fusion.loops.cost`) prices each kind
 with a per-backend table (:mod:`~sarek_py.fusion.loops.cost_table`); the calibration
 benchmark (``benchmarks/calibrate.py``) fits that table with the same counts, so the two
 cannot disagree on what is counted.
 
 Counting rules (LF-61): subscripts are address arithmetic and count nothing but the load
 or store they address; a load of an element already loaded in the point (the same array
-and the same linear subscript: ``u[i - 1 + 1]`` is ``u[i]``) counts once; an operation
+and the same linear subscript: ``u[i - 1 + 1]`` is ``u[i]``) counts once, and a distinct
+load of an array of rank 2 or more whose last subscript is an index plus a nonzero literal
+(``u[i, j - 1]``) counts a ``shift`` too (LF-95); an operation
 already evaluated in the same expression (the same operator on the same operands, reads
 compared by their linear subscripts) counts once, as the compiler's common subexpression
 elimination computes it once (LF-82: a recomputed producer read at overlapping offsets
@@ -64,7 +67,7 @@ from sarek_py.ir.visit import children
 
 #: the kinds of per-point cost, in the order of the table's columns (LF-60)
 KINDS = ("point", "byte", "load", "f32_op", "f64_op", "f32_div", "f64_div",
-         "f32_transc", "f64_transc", "int_op", "int_div", "select", "branch")
+         "f32_transc", "f64_transc", "int_op", "int_div", "select", "branch", "shift")
 
 #: math intrinsics priced as an arithmetic operation (exact, one instruction or two)
 _CHEAP_MATH = frozenset({"abs", "min", "max", "floor", "ceil"})
@@ -171,6 +174,8 @@ class _Counter:
                 if key not in self.loads:  # the same element twice is one load
                     self.loads.add(key)
                     self.add("load")
+                    if _shifted(ix):  # LF-95: and at an offset in the last dimension
+                        self.add("shift")
                 self.read.add(a)
                 return  # subscripts: address arithmetic (LF-61)
             case Atomic(array=a, value=v, compare=c):
@@ -287,6 +292,19 @@ def _lin(e: Expr) -> dict[object, int] | None:
                     k = lit.get(1, 0)
                     return {x: k * c for x, c in other.items() if k * c}
     return None
+
+
+def _shifted(ix: tuple[Expr, ...]) -> bool:
+    """Whether a read's subscripts address an array of rank 2 or more at a literal nonzero
+    offset from an index in its last (contiguous) dimension: ``x[i, j - 1]``, not
+    ``x[i, j]`` nor ``x[i - 1, j]`` nor a 1-D ``x[i - 1]`` (LF-95)."""
+    if len(ix) < 2:
+        return False
+    form = _lin(ix[-1])
+    if form is None:
+        return False
+    terms = [c for k, c in form.items() if k != 1]
+    return terms == [1] and form.get(1, 0) != 0
 
 
 def _literal_trips(a: Expr, b: Expr) -> int | None:

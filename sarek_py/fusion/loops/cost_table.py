@@ -25,6 +25,7 @@ TABLE: dict[str, dict[str, float]] = {
         "int_div": 0.1652,
         "select": 0.0,
         "branch": 0.7245,
+        "shift": 0.0,
         "launch": 39100.0,
     },
     "opencl": {
@@ -41,14 +42,15 @@ TABLE: dict[str, dict[str, float]] = {
         "int_div": 0.3565,
         "select": 0.02581,
         "branch": 0.7134,
+        "shift": 0.2479,
         "launch": 22010.0,
     },
 }
 
 #: backend name -> how its row was measured (machine, sizes, date)
 SOURCES: dict[str, str] = {
-    "c": "benchmarks/calibrate.py --points 524288 --clock cpu on vm (cpu, c), 2026-12-02",
-    "opencl": "benchmarks/calibrate.py --points 524288 --clock cpu on vm (cpu, opencl), 2026-12-02",
+    "c": "benchmarks/calibrate.py --points 524288 --clock cpu on vm (cpu, c), 2026-12-02; shift: benchmarks/calibrate.py --steps 24 --clock cpu at 07:52 UTC (loaded machine)",
+    "opencl": "benchmarks/calibrate.py --points 524288 --clock cpu on vm (cpu, opencl), 2026-12-02; shift: benchmarks/calibrate.py --steps 24 --clock cpu at 07:52 UTC (loaded machine)",
 }
 
 __all__ = ["SOURCES", "TABLE"]
