@@ -109,7 +109,7 @@ GENERATED = frozenset({
 #: OpenCL, the advection peers), so typeguard checks nothing the lighter tests beside them
 #: do not (each file keeps one test of the same rules under typeguard: docs/testing.md)
 SWEEPS = frozenset({
-    # tests/test_loop_fusion_boundary.py (test_lf50_jacobi_boundary_read_as_stored stays)
+    # tests/test_loop_fusion_boundary.py (test_lf50_jacobi_boundary_read_at_two_sizes stays)
     "test_lf50_consumer_domain_disjoint_from_the_producer", "test_lf50_guarded_producers",
     "test_lf50_two_dimensional_edges", "test_lf52_subscript_through_a_let_keeps_the_selects",
     "test_lf52_inner_loop_subscript_and_length_bounds", "test_lf50_on_opencl",
@@ -144,6 +144,26 @@ SWEEPS = frozenset({
     "test_nat39_advection_fused_swap_on_c_is_the_unfused_run",
     "test_nat66_random_guards_are_bitwise", "test_nat66_random_nd_guards_are_bitwise",
     "test_lf68_sweep_pairs_fuse_and_stay_bitwise",
+    # tests/test_loop_fusion_split.py: PolyBench at every size and backend, every n of the
+    # accumulating consumer and of the chain of three, the benchmark's run (the file keeps
+    # test_lf85_polybench_split_into_loops, the 2-D edges, the guarded producers and the
+    # chain on OpenCL under typeguard)
+    "test_lf85_polybench_bitwise_offloaded", "test_lf85_polybench_odd_sizes_bitwise_interpreter",
+    "test_lf90_polybench_benchmark_runs_both_forms", "test_lf89_chain_of_three_bitwise_every_size",
+    "test_lf85_lf86_not_idempotent_consumer_every_size",
+    "test_lf86_generated_boundary_readers_adding_to_what_they_write",
+    # the calibration's fits over a grid of candidate rows (tests/test_cost_roofline.py keeps
+    # its model tests under typeguard)
+    "test_lf77_fit_of_a_linear_machine_and_the_misfits", "test_lf77_fit_recovers_a_roofline",
+    # whole chains through opt twice, in procedures, with notes (tests/test_loop_fusion_chains.py
+    # keeps test_lf70_whole_chain_fuses_in_one_run and the others under typeguard); every n
+    # of jacobi's boundary pair (test_lf50_jacobi_boundary_read_at_two_sizes stays)
+    "test_lf72_second_run_is_a_noop_with_a_note", "test_lf70_lf17_chain_in_a_procedure",
+    "test_lf73_opt_notes_for_a_chain_and_its_rerun", "test_lf50_jacobi_boundary_read_as_stored",
+    # a long grid-stride loop, deep lazy operands (each file's other tests of the same rules
+    # stay under typeguard)
+    "test_leg23_long_loop_storing_only_where_the_consumer_does_not_act_fuses",
+    "test_cg61_deep_lazy_operands_are_a_located_compiler_refusal",
     "test_hp51_hp52_generated_expressions_match_the_tree_walk",
 })
 

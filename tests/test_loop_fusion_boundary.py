@@ -92,6 +92,12 @@ def test_lf50_jacobi_boundary_read_as_stored() -> None:
     assert fused_at_every_size(JACOBI_P, JACOBI_C) == 9
 
 
+def test_lf50_jacobi_boundary_read_at_two_sizes() -> None:
+    """LF-50 (under typeguard; the sweep above runs every n): jacobi fused and equal with
+    an empty interior (n = 2) and a wide one (n = 7)."""
+    assert fused_at_every_size(JACOBI_P, JACOBI_C, sizes=range(2, 8, 5)) == 2
+
+
 def test_lf50_consumer_domain_disjoint_from_the_producer() -> None:
     """LF-50: a consumer whose whole domain reads outside the producer's reads every
     element as stored; one that overlaps it only partly mixes the two."""
