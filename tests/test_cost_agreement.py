@@ -7,15 +7,14 @@ of how close the predicted ratios are (LF-83). No timing here.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import random
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from benchmark_module import load_benchmark
 
 from sarek_py.fusion.loops.cost_counts import count
 from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
@@ -32,13 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _bench(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"{name}_agreement",
-                                                  ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[f"{name}_agreement"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark(name, "agreement")
 
 
 def loops(p: Program) -> list[ParFor]:

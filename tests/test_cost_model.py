@@ -6,14 +6,13 @@ generator. No timing here: the rows are made up, the arithmetic is checked by ha
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import random
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from benchmark_module import load_benchmark
 
 from sarek_py.cli.main import main
 from sarek_py.fusion.loops import cost_table
@@ -27,13 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _bench(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"{name}_benchmark",
-                                                  ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[f"{name}_benchmark"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark(name, "benchmark")
 
 
 def loops(p: Program) -> list[ParFor]:

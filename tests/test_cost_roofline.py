@@ -6,17 +6,16 @@ its tallies. No timing here: the benchmarks measure, these tests check their ari
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import random
 import re
-import sys
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
+from benchmark_module import load_benchmark
 
 from sarek_py.fusion.loops import cost_table
 from sarek_py.fusion.loops.cost_counts import KINDS, count
@@ -29,13 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _bench(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"{name}_roofline",
-                                                  ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[f"{name}_roofline"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark(name, "roofline")
 
 
 def loops(p: Program) -> list[ParFor]:

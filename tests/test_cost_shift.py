@@ -3,15 +3,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+from benchmark_module import load_benchmark
 
 from sarek_py.fusion.loops import cost_table
 from sarek_py.fusion.loops.cost_counts import KINDS, Counts, count
@@ -25,13 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _calibrate() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("calibrate_shift",
-                                                  ROOT / "benchmarks" / "calibrate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["calibrate_shift"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("calibrate", "shift")
 
 
 def counts_of(body: str) -> Counts:

@@ -42,7 +42,7 @@ from sarek_py.runtime.faults import FaultWatch
 from sarek_py.runtime.interop import DL_CPU
 from sarek_py.runtime.interruptible import call_interruptibly
 from sarek_py.runtime.limits import CPU_LOCAL_BYTES, MAX_THREADS, DeviceLimits
-from sarek_py.runtime.native_launch import NativeLaunch
+from sarek_py.runtime.native_launch import NativeLaunch, launch_geometry
 from sarek_py.runtime.once import OnceKernelCache
 from sarek_py.runtime.prepared import PreparedLaunch
 from sarek_py.runtime.shape import LaunchShape
@@ -250,13 +250,7 @@ class CBackend(Backend):
                 shared: int | None = None) -> None:
         c = self.compiled(
             kernel, self.launch_checked(kernel, args, threads, block, shape, shared))  # CG-72
-        grid3: tuple[int, ...]
-        block3: tuple[int, ...]
-        if shape is None:
-            grid3, block3 = (-(-threads // block), 1, 1), (block, 1, 1)
-        else:
-            grid3, block3 = shape.padded()
-        geometry = np.array([*grid3, *block3], np.int32)
+        geometry = launch_geometry(threads, block, shape)
         fault = self.faults.arm(kernel.name, c.emitted.abi)
         try:
             values = c.plan.values(args, threads, status, _address, fault, shared)

@@ -65,6 +65,18 @@ def _pointer(v: Any) -> int:
     return int(v.ctypes.data)
 
 
+def launch_geometry(threads: int, block: int, shape: LaunchShape | None) -> np.ndarray[Any, Any]:
+    """The launch function's ``sarek_shape``: the grid's and the block's extents, x y z
+    (a flat launch of ``threads`` in blocks of ``block`` when ``shape`` is ``None``)."""
+    grid3: tuple[int, ...]
+    block3: tuple[int, ...]
+    if shape is None:
+        grid3, block3 = (-(-threads // block), 1, 1), (block, 1, 1)
+    else:
+        grid3, block3 = shape.padded()
+    return np.array([*grid3, *block3], np.int32)
+
+
 class NativeLaunch(PreparedLaunch):
     """One checked launch on ``c`` with its C arguments built (NAT-62)."""
 
@@ -80,13 +92,7 @@ class NativeLaunch(PreparedLaunch):
         self.proved = stats.launches_proved != before
         stats.launches_proved = before
         self.compiled = c = backend.compiled(kernel, checked)
-        grid3: tuple[int, ...]
-        block3: tuple[int, ...]
-        if shape is None:
-            grid3, block3 = (-(-threads // block), 1, 1), (block, 1, 1)
-        else:
-            grid3, block3 = shape.padded()
-        self.geometry = np.array([*grid3, *block3], np.int32)
+        self.geometry = launch_geometry(threads, block, shape)
         values = c.plan.values(args, threads, _NO_STATUS, lambda d: d.handle, 0, shared)
         position = {name: j for j, name in enumerate(self.volatile)}
         cargs: list[Any] = []
