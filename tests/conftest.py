@@ -148,7 +148,7 @@ SWEEPS = frozenset({
     # accumulating consumer and of the chain of three, the benchmark's run (the file keeps
     # test_lf85_polybench_split_into_loops, the 2-D edges, the guarded producers and the
     # chain on OpenCL under typeguard)
-    "test_lf85_polybench_bitwise_offloaded", "test_lf85_polybench_odd_sizes_bitwise_interpreter",
+    "test_lf85_polybench_bitwise_offloaded",
     "test_lf90_polybench_benchmark_runs_both_forms", "test_lf89_chain_of_three_bitwise_every_size",
     "test_lf85_lf86_not_idempotent_consumer_every_size",
     "test_lf86_generated_boundary_readers_adding_to_what_they_write",

@@ -35,7 +35,7 @@ EXPECTED: dict[str, tuple[tuple[str, ...], list[str | None]]] = {
 #: the size variables of each program and small values to sweep (empty interiors included)
 SIZES: dict[str, list[dict[str, int]]] = {
     "jacobi-1d": [{"n": n, "tsteps": t} for n in (0, 1, 2, 3, 4, 5, 7) for t in (1, 2, 3)],
-    "jacobi-2d": [{"n": n, "tsteps": t} for n in (1, 2, 3, 4, 6) for t in (1, 3)],
+    "jacobi-2d": [{"n": n, "tsteps": t} for n in (1, 2, 3, 4, 5, 6) for t in (1, 3)],
     "heat-3d": [{"n": n, "tsteps": t} for n in (1, 2, 3, 4, 5) for t in (1, 2)],
     "fdtd-2d": [{"tmax": 2, "nx": x, "ny": y} for x, y in ((1, 1), (2, 3), (4, 2))],
 }
