@@ -146,11 +146,16 @@ SWEEPS = frozenset({
     "test_lf68_sweep_pairs_fuse_and_stay_bitwise",
     # tests/test_loop_fusion_split.py: PolyBench at every size and backend, every n of the
     # accumulating consumer and of the chain of three, the benchmark's run (the file keeps
-    # test_lf85_polybench_split_into_loops, the 2-D edges, the guarded producers and the
-    # chain on OpenCL under typeguard)
+    # test_lf85_polybench_split_into_loops, the 2-D edges on OpenCL, the transposed and
+    # diagonal reads and the chain on OpenCL under typeguard)
     "test_lf85_polybench_bitwise_offloaded",
     "test_lf90_polybench_benchmark_runs_both_forms", "test_lf89_chain_of_three_bitwise_every_size",
     "test_lf85_lf86_not_idempotent_consumer_every_size",
+    "test_lf85_guarded_producer_bounds_of_one_index",
+    "test_lf85_2d_edges_one_sided_and_wider_consumer",
+    # five programs nested ~1000 deep through five commands each (tests/test_bad_input_hand.py
+    # keeps test_txt32_nesting_past_the_bounds_is_located under typeguard)
+    "test_txt32_deep_nesting_within_the_bounds_works",
     "test_lf86_generated_boundary_readers_adding_to_what_they_write",
     # the calibration's fits over a grid of candidate rows (tests/test_cost_roofline.py keeps
     # its model tests under typeguard)
