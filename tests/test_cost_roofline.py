@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from benchmark_module import load_benchmark
+from test_cost_model import PAIR  # the same pair as the linear model's tests
 
 from sarek_py.fusion.loops import cost_table
 from sarek_py.fusion.loops.cost_counts import KINDS, count
@@ -42,20 +43,6 @@ def body_counts(body: str) -> Any:
     return count(loops(parse_program(text))[0].body)
 
 
-PAIR = """
-program p
-  var n : i32 = 1000;
-  var u : f64[0:] allocatable;
-  var f : f64[0:] allocatable;
-  var g : f64[0:] allocatable;
-begin
-  allocate u[0:n - 1]; allocate f[0:n - 1]; allocate g[0:n - 1];
-  for t = 1 to 10 do
-    parallel for (i = 0 to n - 1) do f[i] <- u[i] * 2.0 + 1.0 done;
-    parallel for (i = 1 to n - 2) do g[i] <- f[i - 1] + f[i] + f[i + 1] done
-  done
-end
-"""
 
 
 def row(**kw: float) -> dict[str, float]:
