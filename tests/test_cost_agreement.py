@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from benchmark_module import load_benchmark
+from rule_citations import assert_rules_cited
 
 from sarek_py.fusion.loops.cost_counts import count
 from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
@@ -177,10 +177,4 @@ def test_lf83_the_geometric_mean_of_predicted_over_measured() -> None:
 def test_lf81_lf83_every_rule_is_cited() -> None:
     """Every rule LF-81..LF-84 that specs/loop-fusion.md defines is cited by a test of
     this file."""
-    spec = (ROOT / "specs" / "loop-fusion.md").read_text()
-    rules = {r for r in re.findall(r"\*\*(LF-\d+) ", spec) if 81 <= int(r[3:]) <= 84}
-    here = Path(__file__).read_text()
-    tested: set[str] = set()
-    for doc in re.findall(r'def test_\w+\([^)]*\)[^:]*:\n\s+"""(.*?)"""', here, re.S):
-        tested |= set(re.findall(r"LF-\d+", doc))
-    assert rules and rules <= tested, sorted(rules - tested)
+    assert_rules_cited(__file__, "loop-fusion", "LF", 81, 84, gaps=(84,))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from benchmark_module import load_benchmark
+from rule_citations import assert_rules_cited
 from test_cost_model import PAIR  # the same pair as the linear model's tests
 
 from sarek_py.fusion.loops import cost_table
@@ -319,10 +319,4 @@ def test_lf80_recompute_spans_1_to_300_and_the_domain_is_sized() -> None:
 def test_lf75_lf80_every_rule_is_cited() -> None:
     """Every rule LF-75..LF-80 that specs/loop-fusion.md defines is cited by a test of
     this file (LF-81..LF-84: tests/test_cost_agreement.py)."""
-    spec = (ROOT / "specs" / "loop-fusion.md").read_text()
-    rules = {r for r in re.findall(r"\*\*(LF-\d+) ", spec) if 75 <= int(r[3:]) <= 80}
-    here = Path(__file__).read_text()
-    tested: set[str] = set()
-    for doc in re.findall(r'def test_\w+\([^)]*\)[^:]*:\n\s+"""(.*?)"""', here, re.S):
-        tested |= set(re.findall(r"LF-\d+", doc))
-    assert rules and rules <= tested, sorted(rules - tested)
+    assert_rules_cited(__file__, "loop-fusion", "LF", 75, 80)

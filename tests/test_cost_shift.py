@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from benchmark_module import load_benchmark
+from rule_citations import assert_rules_cited
 
 from sarek_py.fusion.loops import cost_table
 from sarek_py.fusion.loops.cost_counts import KINDS, Counts, count
@@ -240,10 +240,4 @@ def test_lf98_equal_shift_counts_move_the_ratio_towards_one() -> None:
 def test_lf95_lf99_every_rule_is_cited() -> None:
     """Every rule LF-95..LF-99 that specs/loop-fusion.md defines is cited by a test of
     this file."""
-    spec = (ROOT / "specs" / "loop-fusion.md").read_text()
-    rules = {r for r in re.findall(r"\*\*(LF-\d+) ", spec) if 95 <= int(r[3:]) <= 99}
-    here = Path(__file__).read_text()
-    tested: set[str] = set()
-    for doc in re.findall(r'def test_\w+\([^)]*\)[^:]*:\n\s+"""(.*?)"""', here, re.S):
-        tested |= set(re.findall(r"LF-\d+", doc))
-    assert rules and rules <= tested, sorted(rules - tested)
+    assert_rules_cited(__file__, "loop-fusion", "LF", 95, 99, gaps=(99,))

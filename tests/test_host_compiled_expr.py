@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rule_citations import assert_rules_cited
 
 from sarek_py.host import compiled_expr
 from sarek_py.host.compiled_expr import MEMO_MIN_NODES, compiled, host_expr
@@ -356,12 +357,7 @@ def test_hp51_hp54_the_example_programs_run_as_before() -> None:
 
 def test_hp51_hp54_every_rule_is_cited() -> None:
     """Every rule HP-51 … HP-54 that specs/host-program.md defines is cited by a test here."""
-    spec = (Path(__file__).resolve().parent.parent / "specs" / "host-program.md").read_text()
-    defined = {int(n) for n in re.findall(r"\*\*HP-(\d+) ", spec) if 51 <= int(n) <= 54}
-    assert defined == {51, 52, 53, 54}
-    names = " ".join(n for n in globals() if n.startswith("test_"))
-    for n in defined:
-        assert f"hp{n}" in names, n
+    assert_rules_cited(__file__, "host-program", "HP", 51, 54)
 
 
 RESIDENT = """

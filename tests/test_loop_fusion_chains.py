@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from rule_citations import assert_rules_cited
 
 from sarek_py.fusion.loops.fusion import FusionOptions, PairReport, fuse_program
 from sarek_py.host.interp import run_program
@@ -536,11 +537,5 @@ def test_lf70_lf52_2d_chain_on_opencl() -> None:
 def test_lf70_lf74_every_rule_is_cited() -> None:
     """Every rule LF-70..LF-74 (specs/loop-fusion.md) and HP-50 (specs/host-program.md)
     is cited by a test of this file."""
-    root = Path(__file__).resolve().parent.parent
-    rules_ = set(re.findall(r"\*\*(LF-7[0-4]) ", (root / "specs" / "loop-fusion.md").read_text()))
-    rules_ |= set(re.findall(r"\*\*(HP-50) ", (root / "specs" / "host-program.md").read_text()))
-    here = Path(__file__).read_text()
-    tested = set()
-    for doc in re.findall(r'def test_\w+\([^)]*\)[^:]*:\n\s+"""(.*?)"""', here, re.S):
-        tested |= set(re.findall(r"(?:LF|HP)-\d+", doc))
-    assert rules_ and rules_ <= tested, sorted(rules_ - tested)
+    assert_rules_cited(__file__, "loop-fusion", "LF", 70, 74)
+    assert_rules_cited(__file__, "host-program", "HP", 50, 50)

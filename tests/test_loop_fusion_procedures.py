@@ -93,9 +93,10 @@ def test_lf17_pairs_in_a_procedure_are_fused() -> None:
     assert reps[1].refusal is not None and reps[1].refusal.rule == "LF-9"
     assert "the pair alone would fuse" in str(reps[1])
     proc = fused.procedures[0]
-    # the loop end's copy is the procedure's, not the program's
-    assert any(d.var.name == "t_last" for d in proc.decls)
-    assert not any(d.var.name == "t_last" for d in fused.decls)
+    # f is deallocated right after the chain: no last-iteration branch, no loop end's
+    # copy in the procedure or the program (LF-110)
+    assert "no last-iteration branch: f deallocated after the chain" in str(reps[0])
+    assert not any(d.var.name == "t_last" for d in (*proc.decls, *fused.decls))
     assert sum(isinstance(s, ParFor) for s in iter_host(proc.body)) > \
         sum(isinstance(s, ParFor) for s in iter_host(prog.procedures[0].body))
     ref = run_program(prog)
@@ -114,6 +115,10 @@ def test_lf17_renamed_local_array_in_a_procedure(swap: bool) -> None:
     proc = fused.procedures[0]
     assert any(d.var.name == "h_copy" and d.allocatable for d in proc.decls)
     assert any(d.var.name == "swapped" for d in proc.decls) == swap
+    # f is not deallocated: the last iteration runs the original loops (LF-15, LF-110),
+    # and the loop end's copy is the procedure's, not the program's
+    assert any(d.var.name == "t_last" for d in proc.decls)
+    assert not any(d.var.name == "t_last" for d in fused.decls)
     ref = run_program(prog)
     for be in backends():
         got = run_program(fused if be is None else offload(fused), device=be,

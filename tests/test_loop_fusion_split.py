@@ -13,62 +13,35 @@ import re
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from loop_fusion_programs import JACOBI_P, NAMES, backend, fuse, program_text, same
+from loop_fusion_programs import prog as shared_prog
+from rule_citations import assert_rules_cited
 
 from sarek_py.fusion.loops import split as split_mod
-from sarek_py.fusion.loops.fusion import FusionOptions, PairReport, fuse_program
+from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
 from sarek_py.host.interp import run_program
 from sarek_py.host.offload import offload
-from sarek_py.ir.diagnostics import BackendUnavailable
 from sarek_py.ir.host.program import HIf, LoopIndex, ParFor, Program, iter_host
 from sarek_py.ir.host.text import parse_program, print_program
 from sarek_py.ir.nodes import Binary, BinaryOp, Cond, Const, Expr, If, Intrinsic, Ref, var
 from sarek_py.ir.types import Scalar
 from sarek_py.ir.visit import iter_nodes
-from sarek_py.runtime import get_backend
 
 HERE = Path(__file__).resolve().parent / "corpus" / "polybench"
 
-TEMPLATE = """
-program s
-  var n : i32 = {n}; var nt : i32 = {nt};
-  var u : f64[-3:] allocatable; var f : f64[-3:] allocatable; var g : f64[-3:] allocatable;
-  var h : f64[-3:] allocatable;
-begin
-  allocate u[-3:n + 3]; allocate f[-3:n + 3]; allocate g[-3:n + 3]; allocate h[-3:n + 3];
-  parallel for (i = -3 to n + 3) do (
-    u[i] <- f64((i * 7 + 3) % 11) * 0.5 - 1.0;
-    f[i] <- f64(i) * 0.25 + 100.0;
-    g[i] <- f64(i % 5) - 2.0;
-    h[i] <- -f64(i)
-  ) done;
-  for t = 1 to nt do
-    {loops}
-  done
-end
-"""
-NAMES = ("u", "f", "g", "h")
-JACOBI_P = "parallel for (i = 1 to n - 2) do f[i] <- 0.5 * (u[i - 1] + u[i + 1]) done"
+#: g starts non-zero: a consumer that adds to it shows a point run twice or never
+G0 = "f64(i % 5) - 2.0"
 #: a consumer that adds to what it writes: running a point twice, or not at all, shows
 ACCUM_C = "parallel for (i = 1 to n - 2) do g[i] <- g[i] + f[i - 1] * 2.0 + f[i + 1] done"
 
 
+def text_of(*loops: str, n: int = 6, nt: int = 3) -> str:
+    return program_text(*loops, n=n, nt=nt, g0=G0, name="s")
+
+
 def prog(*loops: str, n: int = 6, nt: int = 3) -> Program:
-    return parse_program(TEMPLATE.format(n=n, nt=nt, loops=";\n    ".join(loops)), "s.sk")
-
-
-def fuse(p: Program, swap: bool = False) -> tuple[Program, list[PairReport]]:
-    out, reports = fuse_program(p, FusionOptions(swap=swap))
-    text = print_program(out)
-    assert print_program(parse_program(text)) == text
-    return out, reports
-
-
-def same(ref: Any, got: Any, names: tuple[str, ...], what: str) -> None:
-    for name in names:
-        assert np.asarray(ref.values[name]).tobytes() == \
-            np.asarray(got.values[name]).tobytes(), (what, name)
+    return shared_prog(*loops, n=n, nt=nt, g0=G0, name="s")
 
 
 def fused_loops(out: Program) -> list[ParFor]:
@@ -194,13 +167,6 @@ def test_lf85_polybench_split_into_loops(name: str) -> None:
     loops = fused_loops(out)
     assert len(loops) == POLY[name] + bool(r.plan.renamed)  # the copy back (LF-9)
     assert conds(loops[0]) == 0 and all(conds(x) > 0 for x in loops[1:POLY[name]])
-
-
-def backend(name: str) -> Any:
-    try:
-        return get_backend(name)
-    except BackendUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 @pytest.mark.parametrize("be_name", ["opencl", "c"])
@@ -336,11 +302,11 @@ def test_lf87_pieces_bounds_wrap_check() -> None:
 
 def test_lf87_huge_offset_keeps_the_test() -> None:
     """LF-87: an offset beyond 2^20 gives no box (the test stays in the loop, LF-88)."""
-    text = TEMPLATE.replace("var f : f64[-3:]", "var f : f64[-3000000:]").replace(
-        "allocate f[-3:n + 3]", "allocate f[-3000000:n + 3]")
-    q = parse_program(text.format(n=4, nt=2, loops=";\n    ".join((
-        "parallel for (i = 1 to n - 2) do f[i] <- u[i] done",
-        "parallel for (i = 1 to n - 2) do g[i] <- f[i - 2000000] + f[i] done"))))
+    text = text_of("parallel for (i = 1 to n - 2) do f[i] <- u[i] done",
+                   "parallel for (i = 1 to n - 2) do g[i] <- f[i - 2000000] + f[i] done",
+                   n=4, nt=2)
+    q = parse_program(text.replace("var f : f64[-3:]", "var f : f64[-3000000:]").replace(
+        "allocate f[-3:n + 3]", "allocate f[-3000000:n + 3]"))
     out, [r] = fuse(q)
     assert r.plan is not None and r.plan.split is None, str(r)
     assert "offset beyond 2^20 (LF-88)" in str(r), str(r)
@@ -384,14 +350,7 @@ def test_lf88_split_false_keeps_the_test_in_the_loop() -> None:
 
 def test_lf85_lf90_every_rule_is_cited() -> None:
     """Every rule LF-85..LF-90 (specs/loop-fusion.md) is cited by a test of this file."""
-    root = Path(__file__).resolve().parent.parent
-    rules = set(re.findall(r"\*\*(LF-(?:8[5-9]|90)) ",
-                           (root / "specs" / "loop-fusion.md").read_text()))
-    here = Path(__file__).read_text()
-    tested: set[str] = set()
-    for doc in re.findall(r'def test_\w+\([^)]*\)[^:]*:\n\s+"""(.*?)"""', here, re.S):
-        tested |= set(re.findall(r"LF-\d+", doc))
-    assert len(rules) == 6 and rules <= tested, sorted(rules - tested)
+    assert_rules_cited(__file__, "loop-fusion", "LF", 85, 90)
 
 
 # ------------------------------------------------------------- the generator (LF-86)
@@ -426,9 +385,7 @@ def test_lf86_generated_boundary_readers_adding_to_what_they_write() -> None:
                 if r.plan is not None and r.plan.interior is not None:
                     split += r.plan.split is not None
                     kept += r.plan.split is None
-            got = run_program(out, check_races=True)
-            for name in NAMES:
-                assert ref.array(name).tobytes() == got.array(name).tobytes(), (seed, name)
+            same(ref, run_program(out, check_races=True), NAMES, f"seed={seed}")
     assert split >= SPLIT_SEEDS // 3 and kept >= 1, (split, kept)
 
 
@@ -454,12 +411,11 @@ def test_lf88_bound_reading_an_array_element_gives_no_box() -> None:
     from sarek_py.analysis.affine.queries import AffineCtx
     from sarek_py.fusion.loops.fusion import producer_stores
 
-    tpl = TEMPLATE.replace(
+    text = text_of(JACOBI_P, ACCUM_C.replace("1 to n - 2", "1 to k[0]"), n=7, nt=2)
+    p = parse_program(text.replace(
         "var h : f64[-3:] allocatable;",
         "var h : f64[-3:] allocatable; var k : i32[0:] allocatable;").replace(
-        "allocate h[-3:n + 3];", "allocate h[-3:n + 3]; allocate k[0:1];")
-    p = parse_program(tpl.format(n=7, nt=2, loops=";\n    ".join((
-        JACOBI_P, ACCUM_C.replace("1 to n - 2", "1 to k[0]")))))
+        "allocate h[-3:n + 3];", "allocate h[-3:n + 3]; allocate k[0:1];"))
     producer, consumer = [s for s in iter_host(p.body) if isinstance(s, ParFor)][-2:]
     inters = producer_stores(producer)
     [f] = [i.array for i in inters]

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from native_diff import c_backend as c_or_skip
+from rule_citations import assert_rules_cited
 from test_codegen_exact import (
     TRANSCENDENTAL_ULP,
     assert_bitwise,
@@ -616,20 +617,11 @@ def test_nat_every_rule_is_cited_here() -> None:
     NAT-30 … NAT-39, of tests/test_native_codegen.py or tests/test_native_simd.py, NAT-40 … NAT-49, of
     tests/test_native_redteam.py (the later ones belong to the
     adversarial tests)."""
-    import re
-
-    spec = (ROOT / "specs" / "native.md").read_text()
-    rules = {int(n) for n in re.findall(r"\*\*NAT-(\d+) ", spec) if int(n) < 50}
-    here = Path(__file__).read_text().replace("NAT-1 … NAT-49", "")
-    speed = (Path(__file__).parent / "test_native_codegen.py").read_text()
-    here += "".join(f" NAT-{n} " for n in re.findall(r"def test_nat(3\d)_", speed))
-    simd = (Path(__file__).parent / "test_native_simd.py").read_text()
-    here += "".join(f" NAT-{n} " for n in re.findall(r"def test_nat(3[6-9])_", simd))
-    for name in ("test_native_redteam.py", "test_native_interrupt.py"):
-        redteam = (Path(__file__).parent / name).read_text()
-        here += "".join(f" NAT-{n} " for n in re.findall(r"def test_nat(4\d)_", redteam))
-    cited = {int(n) for n in re.findall(r"NAT-(\d+)", here)}
-    assert rules and rules <= cited, sorted(rules - cited)
+    assert_rules_cited(__file__, "native", "NAT", 1, 29, gaps=(6, 7, 23, 29))
+    assert_rules_cited(__file__, "native", "NAT", 30, 39, "test_native_codegen.py",
+                       "test_native_simd.py", gaps=(34,))
+    assert_rules_cited(__file__, "native", "NAT", 40, 49, "test_native_redteam.py",
+                       "test_native_interrupt.py", gaps=(48, 49))
 
 
 def test_nat19_idle_openmp_threads_sleep(tmp_path: Path) -> None:

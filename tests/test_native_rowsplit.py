@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from native_diff import c_backend as c_or_skip
+from rule_citations import assert_rules_cited
 
 from sarek_py.codegen import rowsplit
 from sarek_py.codegen.c99 import C99
@@ -461,9 +462,4 @@ def test_nat69_the_measuring_script_compares_bytes_at_a_small_size() -> None:
 
 def test_nat65_every_rule_of_the_row_split_is_cited() -> None:
     """Each rule NAT-65 … NAT-69 is cited by a test of this file."""
-    import inspect
-
-    text = "".join(inspect.getdoc(f) or "" for n, f in vars(sys.modules[__name__]).items()
-                   if n.startswith("test_") and callable(f))
-    for rule in ("NAT-65", "NAT-66", "NAT-67", "NAT-68", "NAT-69"):
-        assert rule in text, rule
+    assert_rules_cited(__file__, "native", "NAT", 65, 69)

@@ -118,9 +118,23 @@ def test_cli24_numba_advection_is_bitwise_sarek_py() -> None:
     n, steps = 64, 2   # dt at its diffusion limit
     u0, g, ref, _ = _sarek_fields(_backend("opencl"), n, steps)
     ra, rb = np.array(g.ra), np.array(g.rb)
-    for fn in peers.numba_advection(numba):
+    unfused, fused, _ = peers.numba_advection(numba)
+    for fn in (unfused, fused):
         got = fn(u0.copy(), steps, g.dt, g.cx, g.cy, g.kx, g.ky, g.rdx, g.rdy, ra, rb)
         assert peers.compare(peers.Row("numba", 1.0), got, ref).bitwise
+
+
+def test_cli24_numba_whole_program_is_bitwise_sarek_py_on_c() -> None:
+    """CLI-24: the numba whole program (allocation, initial field with the C library's
+    exp, time loop hand-fused) ends on bitwise sarek_py's field on c, whose exp is the
+    same library's (CG-13)."""
+    numba = pytest.importorskip("numba", reason="numba is an optional peer (.[peers])")
+    n, steps = 64, 2
+    _, g, ref, _ = _sarek_fields(_backend("c"), n, steps)
+    _, _, whole = peers.numba_advection(numba)
+    got = whole(n, steps, g.dt, g.cx, g.cy, g.kx, g.ky, g.rdx, g.rdy, np.array(g.ra),
+                np.array(g.rb))
+    assert peers.compare(peers.Row("numba", 1.0), got, ref).bitwise
 
 
 # ------------------------------------------------------------------------------- main

@@ -119,7 +119,10 @@ def test_lf16_lf53_opt_on_polybench(name: str, capsys: pytest.CaptureFixture[str
     boundary read."""
     from sarek_py.cli.main import main
 
-    assert main(["opt", str(HERE / f"{name}.sk"), "--notes", "-p", "fuse,swap,offload"]) == 0
+    # at the published small sizes the cost model refuses (LF-100: 3 and 7 launches
+    # against 2); the subject here is the fused program: decide by operations per byte
+    assert main(["opt", str(HERE / f"{name}.sk"), "--notes", "-p", "fuse,swap,offload",
+                 "--fusion-threshold", "64"]) == 0
     out, err = capsys.readouterr()
     assert "reads B as stored outside the producer's domain (LF-50)" in err, err
     prog = parse_program(source(name, n=4, tsteps=3))

@@ -543,7 +543,7 @@ class HostInterp:
             shape.append(max(n, 0))
         check_bytes(math.prod(shape) * a.type.elem.dtype.itemsize,
                     f"allocating '{a.name}' ({'x'.join(map(str, shape))} elements)", s.loc)
-        arr = np.zeros(tuple(shape), a.type.elem.dtype)
+        arr = self.device.backend.host_zeros(tuple(shape), a.type.elem.dtype)
         self.device.fresh_zero(arr)
         f.set_var(a, arr)
 

@@ -32,7 +32,6 @@ from sarek_py.ir.host.program import (
 from sarek_py.ir.memo import IdentitiesCache
 from sarek_py.ir.nodes import Loc, Var
 from sarek_py.runtime.base import Backend, DeviceBuffer
-from sarek_py.runtime.native import CBackend
 
 
 class StopRequest(Exception):
@@ -122,7 +121,7 @@ class Residency:
         self.sites: dict[int, LaunchSite] = {}
         #: whether launches use host arrays in place (OFF-16): on a backend whose device
         #: memory is host memory and whose launches finish before they return (``c``)
-        self.in_place = isinstance(backend, CBackend)
+        self.in_place = backend.host_arrays_in_place
 
     def fresh_zero(self, arr: Any) -> None:
         """``arr`` was just allocated, all zeros: a launch that needs it fills its device

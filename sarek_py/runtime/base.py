@@ -245,6 +245,10 @@ class Backend(abc.ABC):
     name: str = "?"
     #: whether a kernel with a barrier needs a whole number of blocks (real devices do)
     whole_blocks_for_barriers = True
+    #: whether a host program's arrays may be their own device buffers from launch to
+    #: launch (OFF-16): device memory is host memory and a launch has finished when it
+    #: returns; the residency then asks :meth:`use_host` for each array
+    host_arrays_in_place = False
 
     def __init__(self) -> None:
         self.stats = TransferStats()
@@ -341,6 +345,12 @@ class Backend(abc.ABC):
         same memory (LCH-64). By object here; backends whose handles are wrappers say
         better."""
         return id(handle)
+
+    def host_zeros(self, shape: tuple[int, ...], dtype: Any) -> NDArray[Any]:
+        """A new host array of zeros for a host program's ``allocate`` (HP-13): plain
+        ``np.zeros`` here; a backend whose kernels use host arrays in place maps large
+        ones on huge pages (NAT-78)."""
+        return np.zeros(shape, dtype)
 
     def use_host(self, host: NDArray[Any]) -> Any:
         """A buffer handle that uses the numpy array ``host``'s memory in place for a

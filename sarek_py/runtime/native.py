@@ -33,6 +33,7 @@ from sarek_py.ir.diagnostics import LaunchError
 from sarek_py.ir.nodes import Kernel, While
 from sarek_py.ir.types import Scalar
 from sarek_py.ir.visit import iter_nodes
+from sarek_py.runtime import hostmem
 from sarek_py.runtime.args import ArgPlan, arg_plan
 from sarek_py.runtime.base import Backend, DeviceArrayBase, DeviceBuffer
 from sarek_py.runtime.cache import KernelCache
@@ -94,6 +95,7 @@ class CBackend(Backend):
 
     name = "c"
     whole_blocks_for_barriers = False  # kernels with barriers are refused (NAT-4)
+    host_arrays_in_place = True  # kernels run on host memory, done when they return (OFF-16)
 
     def __init__(self) -> None:
         super().__init__()
@@ -222,9 +224,14 @@ class CBackend(Backend):
             return None
         return host
 
+    def host_zeros(self, shape: tuple[int, ...], dtype: Any) -> NDArray[Any]:
+        """Large arrays on huge pages (NAT-78): the kernels touch them first, in place."""
+        return hostmem.zeros(shape, dtype)
+
     def _alloc(self, nbytes: int) -> Any:
-        # an empty array still has the 8 bytes a checked access out of bounds reads (CG-22)
-        return np.empty(max(nbytes, 8), np.uint8)
+        # an empty array still has the 8 bytes a checked access out of bounds reads (CG-22);
+        # a large buffer on huge pages, as a host program's arrays (NAT-79)
+        return hostmem.zeros((max(nbytes, 8),), np.uint8)
 
     @staticmethod
     def _bytes(handle: Any) -> NDArray[np.uint8]:

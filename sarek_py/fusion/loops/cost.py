@@ -80,7 +80,10 @@ class Prediction:
     """The predicted time of one host iteration of the pair on ``backend`` (LF-62): per
     point of the consumer's domain (ns) and in launches; ``points`` is the domain's size
     when the bounds are literals or declared values no statement changes (then the totals
-    decide), else None (the per-point times decide: the limit of a large domain)."""
+    decide), else None (the per-point times decide: the limit of a large domain);
+    ``split``: a pair fused as the interior nest and the boundary strips (LF-85), the
+    points of each piece, the interior first (LF-101), empty when they are not known
+    (then ``fused_ns`` is the interior nest's per point); None for one fused loop."""
 
     backend: str
     fused_ns: float
@@ -89,6 +92,7 @@ class Prediction:
     unfused_launches: int
     launch_ns: float
     points: int | None = None
+    split: tuple[int, ...] | None = None
 
     def total(self, fused: bool) -> float:
         """ns per host iteration when ``points`` is known, else ns per point."""
@@ -115,8 +119,14 @@ class Prediction:
                     f"{self.total(False) / 1e3:.4g} µs unfused per iteration of "
                     f"{self.points} points")
         launches = "launch" if self.fused_launches == 1 else "launches"
+        pieces = ""
+        if self.split:  # LF-103: what the split's figure is made of
+            pieces = (f"; interior {self.split[0]} points, strips "
+                      + " + ".join(str(n) for n in self.split[1:]))
+        elif self.split is not None:
+            pieces = "; per point of the interior nest"
         return (f"predicted on {self.backend}: {what} ({self.ratio:.2f}x; "
-                f"{self.fused_launches} {launches} against {self.unfused_launches})")
+                f"{self.fused_launches} {launches} against {self.unfused_launches}{pieces})")
 
 
 @attrs.frozen

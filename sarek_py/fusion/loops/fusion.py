@@ -54,6 +54,7 @@ from sarek_py.fusion.atomics import refusal as atomic_refusal
 from sarek_py.fusion.loops.boundary import describe_edges, edge_type_refusal, interior
 from sarek_py.fusion.loops.chains import ChainStep, chain_text, fallback_pairs, fold_chain
 from sarek_py.fusion.loops.cost import CostDecision, CostItem, decide, operations
+from sarek_py.fusion.loops.dead_after import chains_of, dead_note, last_iteration_needed
 from sarek_py.fusion.loops.effects import Effects, effects, is_self_contained, unknown_effect
 from sarek_py.fusion.loops.inline import inline_stmt
 from sarek_py.fusion.loops.intermediate import Intermediate
@@ -140,6 +141,8 @@ class PairReport:
     chain: tuple[ParFor, ...] = ()
     #: on a second run, the fused loop whose last-iteration branch holds the pair (LF-72)
     already: ParFor | None = None
+    #: what the fused program does in the chain's last iteration, and why (LF-112)
+    last: str = ""
 
     @property
     def fused(self) -> bool:
@@ -156,7 +159,7 @@ class PairReport:
             whole = (f"; one loop with the chain of loops at lines {chain_text(self.chain)} "
                      "(LF-70)" if self.chain else "")
             return (f"{where}fused (intermediates {names}{extra}{chk}; {self.plan.cost}"
-                    f"{whole})")
+                    f"{whole}{self.last})")
         if self.already is not None:
             at = self.already.loc.line if self.already.loc is not None else "?"
             return (f"{where}already fused: the loops are the last-iteration branch of the "
@@ -1048,8 +1051,17 @@ def fuse_program(program: Program, options: FusionOptions = FusionOptions()
         rw.find(proc.body, [])
     if not rw.plans:
         return program, rw.reports
-    return ProgramBuilder(program, options.swap, rw.plans).build(), _swap_notes(
-        program, options, rw.reports)
+    plans = [plan for entries in rw.plans.values() for _, plan in entries]
+    needed = {id(plan): last_iteration_needed(program, plan) for plan in plans}
+    by_loop = chains_of(plans)
+    reports = []
+    for r in rw.reports:
+        plan = by_loop.get(id(r.producer)) if r.plan is not None else None
+        reports.append(r if plan is None else attrs.evolve(
+            r, last=dead_note(program, plan, needed[id(plan)])))
+    dead = frozenset(k for k, why in needed.items() if why is None)
+    return ProgramBuilder(program, options.swap, rw.plans, dead=dead).build(), _swap_notes(
+        program, options, reports)
 
 
 def _swap_notes(program: Program, options: FusionOptions,

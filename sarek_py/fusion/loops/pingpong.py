@@ -91,20 +91,27 @@ def _one(loops: tuple[ParFor, ...]) -> HostStmt:
     return loops[0] if len(loops) == 1 else Block(loops)
 
 
-def swapped(plan: Plan, copies: Mapping[Var, Var], flag: Var, last: Expr,
+def restore(plan: Plan, copies: Mapping[Var, Var], flag: Var) -> HostStmt:
+    """PP-5: ``if flag then (copy each renamed array's copy back; flag := false)``."""
+    back = copy_loop(plan.consumer, [(a, copies[a]) for a in plan.renamed])
+    return HIf(Ref(flag), Block((back, HAssign(flag, Const(False, Scalar.BOOL)))))
+
+
+def swapped(plan: Plan, copies: Mapping[Var, Var], flag: Var, last: Expr | None,
             original: Block) -> HostStmt:
     """PP-4, PP-5: ``if last then (copy back if flag; flag := false; original) else
-    (if flag then fused(copy → array) else fused(array → copy); flag := !flag)``."""
+    (if flag then fused(copy → array) else fused(array → copy); flag := !flag)``; without
+    ``last`` (no last-iteration branch and no run-time check, LF-111) the ``else`` part
+    alone, the copy back coming after the chain."""
     forward = _one(fused_loops(plan, copies))
     backward = _one(fused_loops(plan, {a: a for a in plan.renamed},
                                 reads_from={a: copies[a] for a in plan.renamed}))
-    restore = copy_loop(plan.consumer, [(a, copies[a]) for a in plan.renamed])
     flip = HAssign(flag, Unary(UnaryOp.NOT, Ref(flag)))
-    last_branch = Block((HIf(Ref(flag), Block((restore,
-                                               HAssign(flag, Const(False, Scalar.BOOL))))),
-                         *original.stmts))
     fused = Block((HIf(Ref(flag), backward, forward), flip))
+    if last is None:
+        return fused
+    last_branch = Block((restore(plan, copies, flag), *original.stmts))
     return HIf(last, last_branch, fused)
 
 
-__all__ = ["swap_refusal", "swapped"]
+__all__ = ["restore", "swap_refusal", "swapped"]

@@ -12,12 +12,16 @@ with a :class:`~sarek_py.fusion.loops.cost.Prediction` for the backend of
   intermediate is the producer's expression, with its loads, so recompute multiplies the
   producer's loads too), priced on its interior branch when LF-52 split it (the boundary
   branch runs on a vanishing share of the points) plus the interior test, and one copy
-  loop (a launch, a load and a store per point) per renamed array not ping-ponged (PP-4).
+  loop (a launch, a load and a store per point) per renamed array not ping-ponged (PP-4);
+* fused with a box (LF-85): the pieces the fused branch runs (:func:`fused_pieces`,
+  LF-100): the interior nest at the plain recompute's counts (no test), each boundary
+  strip at the select form's, each over its own points (LF-101), a launch per piece that
+  has points (LF-102); the producer does not run in a fused iteration (LF-50).
 
 When the bounds of both loops are literals or read integer scalars whose declared value
 no statement changes, the totals per iteration of the time loop, launches included,
 decide; else the per-point times (the limit of a large domain), the producer's domain
-taken as large as the consumer's.
+taken as large as the consumer's (and, split, the interior nest's points: LF-101).
 """
 
 from __future__ import annotations
@@ -30,10 +34,21 @@ from sarek_py.analysis.effects import stmt_effects
 from sarek_py.fusion.loops.cost import Prediction
 from sarek_py.fusion.loops.cost_counts import Counts, count
 from sarek_py.fusion.loops.cost_table import TABLE
-from sarek_py.fusion.loops.fused_loop import copy_loop, fused_loop
+from sarek_py.fusion.loops.fused_loop import copy_loop, fused_loop, fused_loops
 from sarek_py.fusion.loops.plan import Plan
 from sarek_py.ir.host.program import ParFor, Program
-from sarek_py.ir.nodes import Binary, BinaryOp, Cast, Const, Expr, HelperFunc, If, Ref, Var
+from sarek_py.ir.nodes import (
+    Binary,
+    BinaryOp,
+    Cast,
+    Const,
+    Expr,
+    HelperFunc,
+    If,
+    Intrinsic,
+    Ref,
+    Var,
+)
 
 LAUNCH = "launch"
 
@@ -61,13 +76,34 @@ def ns(counts: Counts, row: Mapping[str, float]) -> float:
 
 
 def fused_counts(plan: Plan, helpers: Mapping[str, HelperFunc]) -> Counts:
-    """The per-point counts of the fused loop (LF-61, LF-62)."""
+    """The per-point counts of the fused loop (LF-61, LF-62); with a box (LF-85), of the
+    interior nest, which runs the plain recompute with no test (LF-100)."""
+    if _is_split(plan):
+        return count(fused_loops(plan, {})[0].body, helpers)
     loop = fused_loop(plan, {})
     body = loop.body
     if plan.interior is not None and isinstance(body, If):
         # LF-52: the interior branch, plus its test (a select and the test's operations)
         return count(body.then, helpers) + _test_counts(body, helpers)
     return count(body, helpers)
+
+
+def _is_split(plan: Plan) -> bool:
+    """The fused loop runs as the interior nest and the boundary strips (LF-85)."""
+    return plan.split is not None and plan.interior is not None
+
+
+def fused_pieces(plan: Plan, helpers: Mapping[str, HelperFunc]
+                 ) -> tuple[tuple[ParFor, Counts], ...]:
+    """The loops the fused branch runs, each with its per-point counts (LF-100): the fused
+    loop (:func:`fused_counts`), or, with a box (LF-85), the interior nest (the plain
+    recompute, no test) then each boundary strip (the select form of LF-50: the
+    producer's expression and the stored element, both arms, the domain test, the
+    select). The producer's loop is not among them: a fused iteration stores nothing of
+    the producer's (LF-50)."""
+    if not _is_split(plan):
+        return ((fused_loop(plan, {}), fused_counts(plan, helpers)),)
+    return tuple((lp, count(lp.body, helpers)) for lp in fused_loops(plan, {}))
 
 
 def _test_counts(body: If, helpers: Mapping[str, HelperFunc]) -> Counts:
@@ -96,6 +132,12 @@ def _value(e: Expr, env: Mapping[Var, int]) -> int | None:
             return env.get(v)
         case Cast(to=t, arg=a) if t.is_int:
             return _value(a, env)
+        case Intrinsic(name="min" | "max" as name, args=(a, b)):
+            # the pieces' bounds of LF-86 (LF-101)
+            x, y = _value(a, env), _value(b, env)
+            if x is None or y is None:
+                return None
+            return min(x, y) if name == "min" else max(x, y)
         case Binary(op=op, lhs=lhs, rhs=rhs) if op in _INT_OPS:
             x, y = _value(lhs, env), _value(rhs, env)
             return None if x is None or y is None else _INT_OPS[op](x, y)
@@ -122,16 +164,34 @@ def predict(plan: Plan, backend: str, row: Mapping[str, float],
             helpers: Mapping[str, HelperFunc], copies: int,
             env: Mapping[Var, int] = {}) -> Prediction:  # noqa: B006
     """Fused against unfused on ``row`` (LF-62); ``copies``: the renamed arrays copied back
-    each iteration; ``env``: the declared values the bounds may read."""
+    each iteration; ``env``: the declared values the bounds may read. A split pair
+    (LF-85) is priced as its pieces run (LF-100..LF-102)."""
     nc, np_ = points(plan.consumer, env), points(plan.producer, env)
+    known = bool(nc) and np_ is not None
     share = np_ / nc if nc and np_ is not None else 1.0
     unfused = ns(count(plan.producer.body, helpers), row) * share \
         + ns(count(plan.consumer.body, helpers), row)
-    fused = ns(fused_counts(plan, helpers), row)
-    for v in plan.renamed[:copies]:
-        fused += ns(count(copy_loop(plan.consumer, [(v, v)]).body, helpers), row)
-    return Prediction(backend, fused, unfused, 1 + copies, 2, row.get(LAUNCH, 0.0),
-                      nc if nc and np_ is not None else None)
+    copy_ns = sum(ns(count(copy_loop(plan.consumer, [(v, v)]).body, helpers), row)
+                  for v in plan.renamed[:copies])
+    pieces = fused_pieces(plan, helpers)
+    split: tuple[int, ...] | None = None
+    if len(pieces) == 1:
+        fused, launches = ns(pieces[0][1], row), 1
+    else:
+        sizes = [points(lp, env) for lp, _ in pieces] if known else []
+        if known and all(s is not None for s in sizes):
+            # LF-101: every piece over its own points, per point of the consumer's domain;
+            # LF-102: a piece without points starts no thread, no launch
+            split = tuple(s or 0 for s in sizes)
+            assert nc is not None
+            fused = sum(s * ns(c, row) for s, (_, c) in zip(split, pieces, strict=True)) / nc
+            launches = sum(1 for s in split if s > 0)
+        else:
+            # LF-101: the limit of a large domain, the interior nest's points
+            known, split = False, ()
+            fused, launches = ns(pieces[0][1], row), len(pieces)
+    return Prediction(backend, fused + copy_ns, unfused, launches + copies, 2,
+                      row.get(LAUNCH, 0.0), nc if known else None, split)
 
 
 def price(plan: Plan, backend: str | None, helpers: Mapping[str, HelperFunc],
@@ -150,5 +210,5 @@ def price(plan: Plan, backend: str | None, helpers: Mapping[str, HelperFunc],
     return attrs.evolve(plan, cost=attrs.evolve(plan.cost, prediction=pred))
 
 
-__all__ = ["MEMORY", "compute_ns", "declared_values", "fused_counts", "memory_ns", "ns", "points",
-           "predict", "price"]
+__all__ = ["MEMORY", "compute_ns", "declared_values", "fused_counts", "fused_pieces",
+           "memory_ns", "ns", "points", "predict", "price"]

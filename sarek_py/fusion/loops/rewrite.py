@@ -13,7 +13,7 @@ from __future__ import annotations
 import attrs
 
 from sarek_py.fusion.loops.fused_loop import copy_loop, fused_loops, whole_copy_loop
-from sarek_py.fusion.loops.pingpong import swap_refusal, swapped
+from sarek_py.fusion.loops.pingpong import restore, swap_refusal, swapped
 from sarek_py.fusion.loops.plan import Plan, conj_all
 from sarek_py.ir.host.program import (
     Allocate,
@@ -35,6 +35,7 @@ from sarek_py.ir.nodes import (
     Binary,
     BinaryOp,
     Const,
+    Expr,
     Length,
     Ref,
     Unary,
@@ -72,6 +73,8 @@ class ProgramBuilder:
     before: dict[int, list[HostStmt]] = attrs.field(factory=dict)
     after: dict[int, list[HostStmt]] = attrs.field(factory=dict)
     swaps: list[str] = attrs.field(factory=list)
+    #: the plans (by identity) whose intermediates are dead after the chain (LF-110)
+    dead: frozenset[int] = frozenset()
 
     def new_var(self, base: str, t: Scalar | ArrayType, *attrs_: Attr) -> Var:
         v = var(_fresh_name(base, self.taken), t, mutable=True)
@@ -86,11 +89,14 @@ class ProgramBuilder:
         return self.last[id(loop)]
 
     def replacement(self, plan: Plan) -> HostStmt:
-        tests = [Binary(BinaryOp.EQ, Ref(loop.var), Ref(self.last_of(loop)))
-                 for loop in plan.chain]
-        cond = conj_all(tests)
+        # LF-15's last-iteration test, none when the intermediates are dead (LF-110)
+        dead = id(plan) in self.dead
+        cond: Expr | None = None if dead else conj_all(
+            [Binary(BinaryOp.EQ, Ref(loop.var), Ref(self.last_of(loop)))
+             for loop in plan.chain])
         if plan.check is not None:
-            cond = Binary(BinaryOp.OR, cond, Unary(UnaryOp.NOT, plan.check))
+            failed = Unary(UnaryOp.NOT, plan.check)
+            cond = failed if cond is None else Binary(BinaryOp.OR, cond, failed)
         outer = plan.chain[-1]
         copies: dict[Var, Var] = {}
         for a in plan.renamed:
@@ -109,12 +115,14 @@ class ProgramBuilder:
                     [*(whole_copy_loop(copies[a], a) for a in plan.renamed),
                      HAssign(flag, Const(False, Scalar.BOOL))])
                 self.swaps.append("")
+                if dead:  # LF-111: the copy back after the chain, before the deallocation
+                    self.after[id(outer)].insert(0, restore(plan, copies, flag))
                 return swapped(plan, copies, flag, cond, original)
             self.swaps.append(why)
         tail: list[HostStmt] = [*fused_loops(plan, copies)]  # LF-85: the pieces
         if copies:
             tail.append(copy_loop(plan.consumer, [(a, copies[a]) for a in plan.renamed]))
-        return HIf(cond, original, Block(tuple(tail)))
+        return Block(tuple(tail)) if cond is None else HIf(cond, original, Block(tuple(tail)))
 
     def rebuild(self, s: HostStmt) -> HostStmt:
         match s:
@@ -163,6 +171,8 @@ class ProgramBuilder:
             return body
         for b in blocks:
             for _, plan in self.plans[id(b)]:
+                if id(plan) in self.dead:
+                    continue
                 for loop in reversed(plan.chain):
                     self.last_of(loop)
         return block(*self.wrapped(body))
