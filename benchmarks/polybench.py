@@ -19,6 +19,8 @@ not the host, dominate.
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import re
 import sys
 import time
@@ -34,6 +36,8 @@ from sarek_py.runtime import get_backend
 #: the key of the fused program with LF-52's test inside the loop (--compare-split)
 LOOP_TEST = "loop-test"
 ROOT = Path(__file__).resolve().parent.parent
+#: what ``--write`` keeps: per backend, each program's ratios and the model's decision
+RATIOS = ROOT / "tests" / "corpus" / "polybench" / "ratios.json"
 PROGRAMS = (("jacobi-1d", {"n": 100000, "tsteps": 20}, "A"),
             ("jacobi-2d", {"n": 512, "tsteps": 20}, "A"),
             ("heat-3d", {"n": 64, "tsteps": 20}, "A"))
@@ -59,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
                          "loop (LF-52) instead of separate loops (LF-85)")
     ap.add_argument("--small", action="store_true",
                     help=f"tiny sizes ({SMALL}): checks the script, measures nothing")
+    ap.add_argument("--write", action="store_true",
+                    help=f"keep the ratios and the model's decisions in {RATIOS.relative_to(ROOT)} "
+                         "(docs/corpus.md's measured column, tests/corpus/table.py)")
     args = ap.parse_args(argv)
     be = get_backend(args.backend)
     print(f"PolyBench stencils, backend {be.name}, best of {args.repeat}: ms of the whole "
@@ -67,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'program':<10} {'sizes':<28} {'unfused':>8} {'fused':>8} {'ratio':>6} "
           f"{'step u':>8} {'step f':>8} {'ratio':>6}  model")
     ok = True
+    kept: dict[str, dict[str, object]] = {}
     for name, published, out in PROGRAMS:
         sizes = SMALL if args.small else published
         progs: dict[tuple[bool | str, int], Program] = {}
@@ -108,10 +116,21 @@ def main(argv: list[str] | None = None) -> int:
             sc = (best[LOOP_TEST, 2 * t1] - c) / t1
             extra = (f"  test in the loop (LF-52): {c * 1e3:.1f} ms ({c / a:.2f}), step "
                      f"{sc * 1e6:.0f} µs ({_ratio(sc, sa)})")
+        kept[name] = {"sizes": sizes, "whole": round(b / a, 2),
+                      "step": round(sb / sa, 2) if sa > 0 else None,
+                      "model": "fuses" if any(r.plan is not None for r in model) else
+                      "refuses", "bitwise": same}
         print(f"  {name:<10} {str(sizes):<28} {a * 1e3:8.1f} {b * 1e3:8.1f} {b / a:6.2f} "
               f"{sa * 1e6:8.0f} {sb * 1e6:8.0f} {_ratio(sb, sa):>6}"
               f"  {costs or 'nothing fused'}{'' if same else '  NOT BITWISE'}{extra}")
     print(f"  bitwise identical {'every' if ok else 'NOT every'} final array")
+    if args.write and not args.small and ok:
+        data = json.loads(RATIOS.read_text()) if RATIOS.exists() else {}
+        when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        data[be.name + (" --swap" if args.swap else "")] = {
+            "when": when, "repeat": args.repeat, "programs": kept}
+        RATIOS.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {RATIOS.relative_to(ROOT)}")
     return 0 if ok else 1
 
 

@@ -88,3 +88,13 @@ def test_nat55_verdicts_say_whether_c_meets_the_targets(c_ms: float, met: bool) 
     assert lines[0].endswith("its time loop alone (9.0 ms): target <= 1.2x NOT met"), lines
     assert "fused, numpy arrays [c]" in lines[1]  # the best c row
     assert lines[1].endswith("target faster " + ("met" if met else "NOT met")), lines
+
+
+def test_nat55_the_chain_verdict_with_c_alone() -> None:
+    """NAT-55: with ``--backend c`` alone the chain's rows carry no ``[c]``; the verdict
+    still compares the best fused c row with numexpr."""
+    chain = [_row(peers.TEMPS, 5.0), _row("sarek_py fused, numpy arrays", 4.0),
+             _row("numexpr (2 threads)", 4.5)]
+    lines = peers.verdict_lines(chain, [], ("c",))
+    assert lines[0].endswith("target faster met"), lines
+    assert peers.verdict_lines(chain, [], ("opencl",)) == []

@@ -5,19 +5,35 @@ appends it; tests/test_corpus.py checks the generated file."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 from sarek_py.fusion.loops.fusion import fuse_program
 from sarek_py.ir.host.text import parse_program
 
 HERE = Path(__file__).resolve().parent
+#: benchmarks/polybench.py --write's measurements
+RATIOS = HERE / "ratios.json"
 
 
 def _source(text: str) -> str:
     m = re.search(r"// Source: (\S+) .*?commit\s*//\s*(\w+),\s*(\S+),", text, re.S)
     assert m is not None
     return f"{m.group(1)} `{m.group(3)}` @{m.group(2)[:7]}"
+
+
+def _measured(ratios: dict[str, Any], program: str) -> str:
+    """Each backend's measured whole-program ratio and the model's decision."""
+    out = []
+    for backend in sorted(ratios):
+        got = ratios[backend]["programs"].get(program)
+        if got is not None:
+            sizes = ", ".join(f"{k} = {v}" for k, v in got["sizes"].items())
+            out.append(f"{backend}: {got['whole']:.2f} ({sizes}; {ratios[backend]['when']}), "
+                       f"model {got['model']}")
+    return "; ".join(out) or "not measured"
 
 
 def section() -> list[str]:
@@ -31,16 +47,18 @@ def section() -> list[str]:
              "untouched boundary as stored (LF-50) with the interior split off (LF-52), "
              "since LF-85 as loops of their own: the interior nest without a test, then "
              "the boundary strips with the selects. "
-             "The fused/unfused time ratios on PoCL are in docs/performance.md "
-             "(`benchmarks/polybench.py`): every fused program here is slower there "
-             "(step ratios 3.8 to 6.8 in the quiet run of 05:34 UTC, with LF-52's test "
-             "inside the loop; `--compare-split` times both forms), and `opt`'s cost "
-             "model (LF-60..LF-69) now declines all three with the copy back (predicted "
-             "1.20x, 1.85x, 3.24x on opencl); with `--swap` it still fuses jacobi-1d "
-             "(predicted 0.81x, measured 6.0x slower). The decisions below are LF-13's "
-             "operations-per-byte rule (`fuse_program` without a backend).", "",
-             "| program | source | pair (lines) | decision | rule | reason |",
-             "| --- | --- | --- | --- | --- | --- |"]
+             "The decisions are LF-13's operations-per-byte rule (`fuse_program` without "
+             "a backend); *measured* is `benchmarks/polybench.py --repeat 5 --backend B "
+             "--write` (tests/corpus/polybench/ratios.json): the whole program fused "
+             "(forced) over unfused, offloaded on B, at the sizes given (larger than the "
+             "tests'), bitwise equal; *model* is the cost model's decision on B at those "
+             "sizes (LF-62, LF-100: the interior nest and the strips priced as they run). "
+             "Every fused program is slower than the unfused one on both backends, and the "
+             "model declines every one.", "",
+             "| program | source | pair (lines) | decision | rule | reason | measured "
+             "fused/unfused, model |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    ratios = json.loads(RATIOS.read_text()) if RATIOS.exists() else {}
     for path in sorted(HERE.glob("*.sk")):
         text = path.read_text()
         _, reports = fuse_program(parse_program(text, path.name))
@@ -57,5 +75,6 @@ def section() -> list[str]:
                 assert r.refusal is not None
                 reason = " ".join(r.refusal.reason.split()).replace("|", "\\|")
                 row = f"not fused | {r.refusal.rule} | {reason}"
-            lines.append(f"| `{path.stem}` | {_source(text)} | {where} | {row} |")
+            lines.append(f"| `{path.stem}` | {_source(text)} | {where} | {row} | "
+                         f"{_measured(ratios, path.stem) if r.plan is not None else ''} |")
     return lines
