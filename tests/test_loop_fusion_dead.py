@@ -359,3 +359,14 @@ def test_lf113_generated_programs_c() -> None:
 def test_lf110_lf113_every_rule_is_cited() -> None:
     """Every rule of the range is cited by a test here."""
     assert_rules_cited(__file__, "loop-fusion", "LF", 110, 113)
+
+
+@pytest.mark.parametrize("swap", [True, False])
+def test_lf110_a_second_run_leaves_the_output_as_it_is(swap: bool) -> None:
+    """LF-110 with LF-72: `opt` on its own output (no last-iteration branch) fuses
+    nothing more and prints the same program."""
+    p, q, _ = fused(program(DEALLOC), swap=swap)
+    again, reports = fuse_program(q, FusionOptions(swap=swap))
+    assert not any(r.fused for r in reports), [str(r) for r in reports]
+    assert print_program(again) == print_program(q)
+    agree(p, again, nt=3)
