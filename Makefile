@@ -41,8 +41,8 @@ typecheck: install
 # hand-written tests under typeguard, then the generators' samples without it (their
 # cases check meaning; typeguard makes them 5-30x slower): docs/testing.md
 pytest: install
-	$(VENV)/bin/pytest -q -n 2 --typeguard-packages=sarek_py -m "not slow and not generated"
-	$(VENV)/bin/pytest -q -n 2 -m "generated and not slow"
+	$(VENV)/bin/pytest -q -n 2 --durations=40 --typeguard-packages=sarek_py -m "not slow and not generated"
+	$(VENV)/bin/pytest -q -n 2 --durations=25 -m "generated and not slow"
 
 test: lint typecheck pytest
 
