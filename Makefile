@@ -38,10 +38,16 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy --strict sarek_py
 
+# every module of sarek_py but the reference interpreter's evaluation (ir/interp*), the
+# affine solver (analysis/affine) and the IR walkers (ir/visit, ir/memo): their hot loops
+# made a third of the typeguard pass; mypy --strict checks them, the differential tests
+# their results (docs/testing.md). Written out by `python3 tests/typeguard_packages.py`.
+TYPEGUARD_PACKAGES := $(shell $(PYTHON) tests/typeguard_packages.py)
+
 # hand-written tests under typeguard, then the generators' samples without it (their
 # cases check meaning; typeguard makes them 5-30x slower): docs/testing.md
 pytest: install
-	$(VENV)/bin/pytest -q -n 2 --durations=40 --typeguard-packages=sarek_py -m "not slow and not generated"
+	$(VENV)/bin/pytest -q -n 2 --durations=40 --typeguard-packages=$(TYPEGUARD_PACKAGES) -m "not slow and not generated"
 	$(VENV)/bin/pytest -q -n 2 --durations=25 -m "generated and not slow"
 
 test: lint typecheck pytest

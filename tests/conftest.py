@@ -101,6 +101,8 @@ GENERATED = frozenset({
     "test_cg73_generated_kernels_proved_launches_never_fault",
     "test_cg73_guarded_kernels_proved_launches_never_fault",
     "test_cg73_generated_proved_launches_bitwise_on_opencl",
+    # dead intermediates' generated programs (tests/test_loop_fusion_dead.py)
+    "test_lf113_generated_programs_interp", "test_lf113_generated_programs_c",
 })
 
 
