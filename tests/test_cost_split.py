@@ -74,6 +74,15 @@ def report(text: str, **kw: Any) -> PairReport:
     return reps[-1]
 
 
+def on_hand(table: dict[str, float], text: str, **kw: Any) -> PairReport:
+    """The pair's report with ``table`` as the backend ``hand``'s row (LF-62)."""
+    cost_table.TABLE["hand"] = table
+    try:
+        return report(text, backend="hand", **kw)
+    finally:
+        del cost_table.TABLE["hand"]
+
+
 def planned(text: str, **kw: Any) -> tuple[Plan, dict[Any, int]]:
     """The plan of the pair, fused whatever it costs (the threshold decides, LF-63), and
     the declared values of its program (by the plan's own variables)."""
@@ -107,11 +116,7 @@ def test_lf100_the_interior_nest_runs_no_test() -> None:
     and writes g (16 bytes), the strips read u, f and write g (24 bytes); fused 996 * 16 +
     2 * 24 = 15984 ns against 998 * 16 * 2 = 31936 unfused: it fuses. Priced as one loop
     with the interior test (a branch at 40 ns a point) it was 998 * 40 = 39920: refused."""
-    cost_table.TABLE["hand"] = row(byte=1.0, branch=40.0)
-    try:
-        r = report(pair(), backend="hand")
-    finally:
-        del cost_table.TABLE["hand"]
+    r = on_hand(row(byte=1.0, branch=40.0), pair())
     assert r.fused and r.plan is not None and r.plan.split is not None, str(r)
     p = r.plan.cost.prediction
     assert p is not None and p.points == 998
@@ -124,11 +129,7 @@ def test_lf100_the_strips_run_the_select_form() -> None:
     i - 1 and i + 1), both arms priced. With a select at 1000 ns and a point at 1 ns: fused
     996 * 1 + 2 * (1 + 2 * 1000) = 4998 ns against 998 * 2 = 1996 unfused: refused. Priced
     on the interior branch alone (no select) it was 998 ns: fused."""
-    cost_table.TABLE["hand"] = row(point=1.0, select=1000.0)
-    try:
-        r = report(pair(), backend="hand")
-    finally:
-        del cost_table.TABLE["hand"]
+    r = on_hand(row(point=1.0, select=1000.0), pair())
     assert r.refusal is not None and r.refusal.rule == "LF-13", str(r)
     assert r.refusal.reason.startswith(
         "fusion does not pay: predicted on hand: fused 4.998 µs against 1.996 µs unfused "
@@ -209,11 +210,7 @@ def test_lf101_the_pieces_decide_at_a_small_size() -> None:
     interior test is not run); every point at the interior branch plus its test was
     6 * 30 = 180 -- and every point at the strip's 24 bytes would be 144: the pieces are
     priced each over its own points."""
-    cost_table.TABLE["hand"] = row(byte=1.0, branch=30.0)
-    try:
-        r = report(pair(8), backend="hand")
-    finally:
-        del cost_table.TABLE["hand"]
+    r = on_hand(row(byte=1.0, branch=30.0), pair(8))
     p = r.plan.cost.prediction if r.plan is not None else None
     assert p is not None and r.fused, str(r)
     assert math.isclose(p.total(True), 112.0) and math.isclose(p.total(False), 192.0)
@@ -259,11 +256,7 @@ def test_lf102_launches_of_the_pieces_decide() -> None:
     """LF-102: the pieces are three launches: memory-bound at 1 ns a byte with 20 us a
     launch, fused 15984 + 3 * 20000 = 75984 ns against 31936 + 2 * 20000 = 71936
     unfused: refused (1.06x). Counted as one launch it was 15984 + 20000 = 35984: fused."""
-    cost_table.TABLE["hand"] = row(byte=1.0, launch=20000.0)
-    try:
-        r = report(pair(), backend="hand")
-    finally:
-        del cost_table.TABLE["hand"]
+    r = on_hand(row(byte=1.0, launch=20000.0), pair())
     assert r.refusal is not None and r.refusal.rule == "LF-13", str(r)
     assert "fused 75.98 µs against 71.94 µs unfused per iteration of 998 points " \
         "(1.06x; 3 launches against 2; interior 996 points, strips 1 + 1)" in r.refusal.reason
@@ -328,11 +321,7 @@ def test_lf103_without_a_box_one_loop_priced_with_its_test() -> None:
     """LF-103: FusionOptions(split=False) keeps the test in the loop (LF-88): one loop, one
     launch, every point at the interior branch plus the test (a branch at 40 ns: 998 * 40
     = 39920 against 31936: refused), and the note names no piece."""
-    cost_table.TABLE["hand"] = row(byte=1.0, branch=40.0)
-    try:
-        r = report(pair(), backend="hand", split=False)
-    finally:
-        del cost_table.TABLE["hand"]
+    r = on_hand(row(byte=1.0, branch=40.0), pair(), split=False)
     assert r.refusal is not None and r.refusal.rule == "LF-13", str(r)
     assert "fused 39.92 µs against 31.94 µs unfused per iteration of 998 points (1.25x; " \
         "1 launch against 2); --fusion-threshold" in r.refusal.reason, r.refusal.reason
