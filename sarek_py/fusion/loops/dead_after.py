@@ -46,12 +46,15 @@ def _parents(root: HostStmt) -> dict[int, HostStmt]:
     return out
 
 
-def _scope(program: Program, loop: HFor) -> tuple[HostStmt, Procedure | None] | None:
-    """The body (the program's or a procedure's) holding ``loop``, and its procedure."""
+def _scope(program: Program, loop: HFor
+           ) -> tuple[dict[int, HostStmt], Procedure | None] | None:
+    """The parents of the statements of the body (the program's or a procedure's)
+    holding ``loop``, and its procedure."""
     for body, proc in ((program.body, None),
                        *((p.body, p) for p in program.procedures)):
-        if loop is body or id(loop) in _parents(body):
-            return body, proc
+        parents = _parents(body)
+        if loop is body or id(loop) in parents:
+            return parents, proc
     return None
 
 
@@ -84,23 +87,24 @@ def intermediates(program: Program, plan: Plan) -> tuple[Var, ...]:
     return tuple(sorted(original - fused, key=lambda v: v.name))
 
 
-def last_iteration_needed(program: Program, plan: Plan) -> str | None:
-    """Why the fused program needs LF-15's last-iteration branch for ``plan``, or ``None``
-    when every intermediate is dead after the chain (LF-110)."""
-    arrays = intermediates(program, plan)
+def last_iteration_needed(program: Program, plan: Plan, arrays: Sequence[Var]
+                          ) -> str | None:
+    """Why the fused program needs LF-15's last-iteration branch for ``plan``, whose
+    intermediates are ``arrays`` (:func:`intermediates`), or ``None`` when every one is
+    dead after the chain (LF-110)."""
     if not arrays:
         return None
     outer = plan.chain[-1]
     found = _scope(program, outer)
     if found is None:  # pragma: no cover - the chain is in the program
         return "the chain's loop is not in the program"
-    body, proc = found
+    parents, proc = found
     aliased = (may_alias(program) | may_share(program, proc)) & set(arrays)
     if aliased:
         a = sorted(v.name for v in aliased)[0]
         return f"'{a}' may be read through another name (a pointer or another dummy)"
     live = set(arrays)
-    for s in _after(_parents(body), outer):
+    for s in _after(parents, outer):
         if isinstance(s, str):
             a = sorted(v.name for v in live)[0]
             if s == "end":
@@ -124,9 +128,10 @@ def last_iteration_needed(program: Program, plan: Plan) -> str | None:
     return "unreachable"  # pragma: no cover - the walk ends with a string
 
 
-def dead_note(program: Program, plan: Plan, why: str | None) -> str:
-    """LF-112: what the note says about the last iteration of a fused pair."""
-    names = ", ".join(v.name for v in intermediates(program, plan))
+def dead_note(plan: Plan, arrays: Sequence[Var], why: str | None) -> str:
+    """LF-112: what the note says about the last iteration of a fused pair whose
+    intermediates are ``arrays``."""
+    names = ", ".join(v.name for v in arrays)
     if not names:
         return ""
     if why is None:

@@ -54,7 +54,12 @@ from sarek_py.fusion.atomics import refusal as atomic_refusal
 from sarek_py.fusion.loops.boundary import describe_edges, edge_type_refusal, interior
 from sarek_py.fusion.loops.chains import ChainStep, chain_text, fallback_pairs, fold_chain
 from sarek_py.fusion.loops.cost import CostDecision, CostItem, decide, operations
-from sarek_py.fusion.loops.dead_after import chains_of, dead_note, last_iteration_needed
+from sarek_py.fusion.loops.dead_after import (
+    chains_of,
+    dead_note,
+    intermediates,
+    last_iteration_needed,
+)
 from sarek_py.fusion.loops.effects import Effects, effects, is_self_contained, unknown_effect
 from sarek_py.fusion.loops.inline import inline_stmt
 from sarek_py.fusion.loops.intermediate import Intermediate
@@ -1052,13 +1057,15 @@ def fuse_program(program: Program, options: FusionOptions = FusionOptions()
     if not rw.plans:
         return program, rw.reports
     plans = [plan for entries in rw.plans.values() for _, plan in entries]
-    needed = {id(plan): last_iteration_needed(program, plan) for plan in plans}
+    arrays = {id(plan): intermediates(program, plan) for plan in plans}
+    needed = {id(plan): last_iteration_needed(program, plan, arrays[id(plan)])
+              for plan in plans}
     by_loop = chains_of(plans)
     reports = []
     for r in rw.reports:
         plan = by_loop.get(id(r.producer)) if r.plan is not None else None
         reports.append(r if plan is None else attrs.evolve(
-            r, last=dead_note(program, plan, needed[id(plan)])))
+            r, last=dead_note(plan, arrays[id(plan)], needed[id(plan)])))
     dead = frozenset(k for k, why in needed.items() if why is None)
     return ProgramBuilder(program, options.swap, rw.plans, dead=dead).build(), _swap_notes(
         program, options, reports)
