@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
                          "loop (LF-52) instead of separate loops (LF-85)")
     ap.add_argument("--small", action="store_true",
                     help=f"tiny sizes ({SMALL}): checks the script, measures nothing")
+    ap.add_argument("--only", choices=[name for name, _, _ in PROGRAMS],
+                    help="run one program (a quick check of the script)")
     ap.add_argument("--write", action="store_true",
                     help=f"keep the ratios and the model's decisions in {RATIOS.relative_to(ROOT)} "
                          "(docs/corpus.md's measured column, tests/corpus/table.py)")
@@ -76,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     kept: dict[str, dict[str, object]] = {}
     for name, published, out in PROGRAMS:
+        if args.only is not None and name != args.only:
+            continue
         sizes = SMALL if args.small else published
         progs: dict[tuple[bool | str, int], Program] = {}
         for steps in (sizes["tsteps"], 2 * sizes["tsteps"]):
@@ -124,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{sa * 1e6:8.0f} {sb * 1e6:8.0f} {_ratio(sb, sa):>6}"
               f"  {costs or 'nothing fused'}{'' if same else '  NOT BITWISE'}{extra}")
     print(f"  bitwise identical {'every' if ok else 'NOT every'} final array")
-    if args.write and not args.small and ok:
+    if args.write and not args.small and args.only is None and ok:
         data = json.loads(RATIOS.read_text()) if RATIOS.exists() else {}
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
         data[be.name + (" --swap" if args.swap else "")] = {
