@@ -32,6 +32,7 @@ import datetime
 import json
 import math
 import platform
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -41,6 +42,7 @@ import numpy as np
 
 from sarek_py.fusion.loops.cost_counts import KINDS, count
 from sarek_py.fusion.loops.cost_table import SOURCES, TABLE
+from sarek_py.fusion.loops.predict import ND
 from sarek_py.host.interp import run_program
 from sarek_py.host.offload import offload
 from sarek_py.ir.host.program import ParFor, Program, iter_host
@@ -121,6 +123,35 @@ def program_2d(body: str, n: int, steps: int) -> Program:
             "  for t = 1 to steps do\n"
             f"    parallel for (i = 4 to n - 5, j = 4 to n - 5) do {body} done\n  done\nend\n")
     return parse_program(text, "calibrate2.sk")
+
+
+#: how many times the 1-D loops' steps the 2-D nests run per timed run (LF-115)
+ND_STEPS = 3
+
+
+def body_nd(body: str) -> str:
+    """A 1-D loop body of :data:`LOOPS` as the same work over a 2-D nest (LF-115): the loop
+    variable ``i`` becomes the contiguous ``j`` and every subscript gains the row ``i``
+    (``y[i] <- x[i + 1]`` is ``y[i, j] <- x[i, j + 1]``)."""
+    body = re.sub(r"\bi\b", "j", body)
+    return re.sub(r"(\w)\[([^\]]*)\]", r"\1[i, \2]", body)
+
+
+def program_nd(body: str, n: int, steps: int) -> Program:
+    """A host program running the 2-D ``body`` over about ``n`` points (``isqrt(n)``
+    squared) of the 2-D arrays of :func:`program` (x, z, w, y: f64; a, c, b: f32),
+    ``steps`` times (LF-115)."""
+    m = math.isqrt(n)
+    decls = "".join(f"  var {v} : f64[0:, 0:] allocatable;\n" for v in "xzwy") + \
+        "".join(f"  var {v} : f32[0:, 0:] allocatable;\n" for v in "acb")
+    allocs = "".join(f"  allocate {v}[0:n - 1, 0:n - 1];\n" for v in "xzwyacb")
+    init = "; ".join([*(f"{v}[i, j] <- f64((i + j) % 100) * 0.01" for v in "xzwy"),
+                      *(f"{v}[i, j] <- f32((i + j) % 100) * 0.01" for v in "acb")])
+    text = (f"program calibrate_nd\n  var n : i32 = {m};\n  var steps : i32 = {steps};\n"
+            f"{decls}begin\n{allocs}  parallel for (i = 0 to n - 1, j = 0 to n - 1) do "
+            f"({init}) done;\n  for t = 1 to steps do\n"
+            f"    parallel for (i = 4 to n - 5, j = 4 to n - 5) do {body} done\n  done\nend\n")
+    return parse_program(text, "calibrate_nd.sk")
 
 
 def fit_shift(shifts: np.ndarray, last: np.ndarray, first: np.ndarray) -> float:
@@ -261,6 +292,33 @@ def calibrate(backend_name: str, n: int, repeat: int, steps: int = 24
         if min(per) <= 0:
             bad.append(name)
     row["shift"] = float(f"{fit_shift(np.array(shifts), np.array(last), np.array(first)):.4g}")
+    # LF-115: the kinds of nests of two or more dimensions, fitted on the same loops as 2-D
+    # nests and on the twins above (their offsets along the contiguous dimension: shifts)
+    pts = (math.isqrt(n) - 8) ** 2 - (math.isqrt(n // 4) - 8) ** 2
+    nd_rows, nd_times, nd_names = [], [], []
+    for name, body in LOOPS.items():
+        text = body_nd(body)
+        # the nests run 2 to 5 times faster than the 1-D loops: more steps, as long a run
+        big, small = step_ns(text, (n, n // 4), be, t1, t1 + ND_STEPS * steps, repeat,
+                             program_nd)
+        c = count(loop_of(program_nd(text, 64, 1)).body)
+        nd_rows.append([c[k] for k in KINDS])
+        nd_times.append(max(big - small, 0.0) / pts)
+        nd_names.append(f"2-D {name}")
+    for (name, (body, twin)), t_last, t_first in zip(LOOPS_2D.items(), last, first,
+                                                    strict=True):
+        for text, t, what in ((body, t_last, ""), (twin, t_first, " (first dim.)")):
+            c = count(loop_of(program_2d(text, 64, 1)).body)
+            nd_rows.append([c[k] for k in KINDS])
+            nd_times.append(t)
+            nd_names.append(f"{name}{what}")
+    a2, b2 = np.array(nd_rows), np.array(nd_times)
+    coef2, fit2 = fit_roofline(a2, b2)
+    for k, v in zip(KINDS, coef2, strict=True):
+        row[f"{ND}{k}"] = float(f"{v:.4g}")
+    lines += [f"  {nm:<26} measured {m:8.3f} ns/point  fitted {f:8.3f}"
+              for nm, m, f in zip(nd_names, b2, fit2, strict=True)]
+    bad += misfits(nd_names, b2, fit2)
     if bad:
         lines.append(f"  noisy: {', '.join(bad)} measured at zero or fitted more than 50 % "
                      "off (a busy machine?); --write refuses such a row")
@@ -273,7 +331,8 @@ def render(table: dict[str, dict[str, float]], sources: dict[str, str]) -> str:
            "TABLE: dict[str, dict[str, float]] = {"]
     for name in sorted(table):
         out.append(f"    {name!r}: {{".replace("'", '"'))
-        for k in (*KINDS, "launch"):
+        nd = [f"{ND}{k}" for k in KINDS if f"{ND}{k}" in table[name]]
+        for k in (*KINDS, "launch", *nd):
             out.append(f"        \"{k}\": {table[name].get(k, 0.0)!r},")
         out.append("    },")
     out += ["}", "", "#: backend name -> how its row was measured (machine, sizes, date)",

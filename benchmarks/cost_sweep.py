@@ -28,6 +28,7 @@ minutes at the defaults on 2 cores (``--twice``: twice that).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import random
 import sys
@@ -239,6 +240,9 @@ def main() -> int:
                     help="measure each pair twice and say how often the two agree")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="time runs by wall clock (default) or by the process's CPU time")
+    ap.add_argument("--json", metavar="FILE",
+                    help="also write each pair (its program, the model's prediction, the "
+                    "measurements) to FILE, for benchmarks/cost_repredict.py")
     args = ap.parse_args()
     CLOCK[0] = time.perf_counter if args.clock == "wall" else time.process_time
     be = get_backend(args.backend)
@@ -249,6 +253,7 @@ def main() -> int:
     rng = random.Random(args.seed)
     t1, t2 = FIRST_STEPS, FIRST_STEPS + args.steps
     tally = Tally()
+    dump: list[dict[str, object]] = []
     ok = True
     start = time.perf_counter()
     print(f"cost model against measurement on {be.name}, {args.cases} generated pairs, "
@@ -290,11 +295,21 @@ def main() -> int:
             second = measure(progs, be, t1, t2, args.rounds)
             again = f" (again {second.ratio:.2f})" if second.valid else " (again: not valid)"
         mark = tally.add(m, model_fuses, second, pred.ratio)
+        dump.append({"k": k, "case": case.describe(), "dims": case.dims, "elem": case.elem,
+                     "n": n, "text": case.text(n, 1), "predicted": pred.ratio,
+                     "predicted_us": [pred.total(False) / 1e3, pred.total(True) / 1e3],
+                     "fuses": model_fuses,
+                     "measured": [attrs.asdict(x) for x in (m, second) if x is not None]})
         print(f"  {k:>3} {case.describe()} n={n}: measured fused/unfused {m.ratio:.2f} "
               f"(noise {m.noise:.0%}){again}, model {'fuses' if model_fuses else 'refuses'}"
               f" ({pred.ratio:.2f}): {mark}{bitwise}\n        {pred}")
     for line in tally.summary(args.twice):
         print(line)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"backend": be.name, "clock": args.clock, "seed": args.seed,
+                       "rounds": args.rounds, "steps": args.steps, "row": TABLE[be.name],
+                       "pairs": dump}, f, indent=1)
     print(f"bitwise identical {'every' if ok else 'NOT every'} pair; "
           f"{time.perf_counter() - start:.0f} s")
     return 0 if ok else 1

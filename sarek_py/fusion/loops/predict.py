@@ -75,6 +75,25 @@ def ns(counts: Counts, row: Mapping[str, float]) -> float:
     return max(memory_ns(counts, row), compute_ns(counts, row))
 
 
+#: the prefix of a row's kinds measured on nests of two or more dimensions (LF-114)
+ND = "nd."
+
+
+def row_for(row: Mapping[str, float], rank: int) -> Mapping[str, float]:
+    """The kinds of ``row`` that price a loop of ``rank`` dimensions (LF-114): a nest of
+    two or more is priced by the row's ``nd.`` kinds when it has them (the backend
+    compiles it differently: on c the rows kernel of OFF-11, vectorised along its
+    contiguous dimension), every other loop by its plain kinds."""
+    if rank >= 2 and any(k.startswith(ND) for k in row):
+        return {k[len(ND):]: v for k, v in row.items() if k.startswith(ND)}
+    return row
+
+
+def loop_ns(loop: ParFor, counts: Counts, row: Mapping[str, float]) -> float:
+    """:func:`ns` of one point of ``loop`` on the part of ``row`` for its rank (LF-114)."""
+    return ns(counts, row_for(row, len(loop.indices)))
+
+
 def fused_counts(plan: Plan, helpers: Mapping[str, HelperFunc]) -> Counts:
     """The per-point counts of the fused loop (LF-61, LF-62); with a box (LF-85), of the
     interior nest, which runs the plain recompute with no test (LF-100)."""
@@ -169,14 +188,16 @@ def predict(plan: Plan, backend: str, row: Mapping[str, float],
     nc, np_ = points(plan.consumer, env), points(plan.producer, env)
     known = bool(nc) and np_ is not None
     share = np_ / nc if nc and np_ is not None else 1.0
-    unfused = ns(count(plan.producer.body, helpers), row) * share \
-        + ns(count(plan.consumer.body, helpers), row)
-    copy_ns = sum(ns(count(copy_loop(plan.consumer, [(v, v)]).body, helpers), row)
-                  for v in plan.renamed[:copies])
+    unfused = loop_ns(plan.producer, count(plan.producer.body, helpers), row) * share \
+        + loop_ns(plan.consumer, count(plan.consumer.body, helpers), row)
+    copy_ns = 0.0
+    for v in plan.renamed[:copies]:
+        cl = copy_loop(plan.consumer, [(v, v)])
+        copy_ns += loop_ns(cl, count(cl.body, helpers), row)
     pieces = fused_pieces(plan, helpers)
     split: tuple[int, ...] | None = None
     if len(pieces) == 1:
-        fused, launches = ns(pieces[0][1], row), 1
+        fused, launches = loop_ns(pieces[0][0], pieces[0][1], row), 1
     else:
         sizes = [points(lp, env) for lp, _ in pieces] if known else []
         if known and all(s is not None for s in sizes):
@@ -184,12 +205,13 @@ def predict(plan: Plan, backend: str, row: Mapping[str, float],
             # LF-102: a piece without points starts no thread, no launch
             split = tuple(s or 0 for s in sizes)
             assert nc is not None
-            fused = sum(s * ns(c, row) for s, (_, c) in zip(split, pieces, strict=True)) / nc
+            fused = sum(s * loop_ns(lp, c, row)
+                        for s, (lp, c) in zip(split, pieces, strict=True)) / nc
             launches = sum(1 for s in split if s > 0)
         else:
             # LF-101: the limit of a large domain, the interior nest's points
             known, split = False, ()
-            fused, launches = ns(pieces[0][1], row), len(pieces)
+            fused, launches = loop_ns(pieces[0][0], pieces[0][1], row), len(pieces)
     return Prediction(backend, fused + copy_ns, unfused, launches + copies, 2,
                       row.get(LAUNCH, 0.0), nc if known else None, split)
 
@@ -210,5 +232,5 @@ def price(plan: Plan, backend: str | None, helpers: Mapping[str, HelperFunc],
     return attrs.evolve(plan, cost=attrs.evolve(plan.cost, prediction=pred))
 
 
-__all__ = ["MEMORY", "compute_ns", "declared_values", "fused_counts", "fused_pieces",
-           "memory_ns", "ns", "points", "predict", "price"]
+__all__ = ["MEMORY", "ND", "compute_ns", "declared_values", "fused_counts", "fused_pieces",
+           "loop_ns", "memory_ns", "ns", "points", "predict", "price", "row_for"]
