@@ -192,9 +192,26 @@ def step_ns(body: str, sizes: tuple[int, ...], backend: object, t1: int, t2: int
     steps, the best of ``repeat`` runs, all runs interleaved); ``make``: the program
     builder (:func:`program`, 1-D, by default)."""
     make = make or program
-    progs = {(n, t): offload(make(body, n, t)) for n in sizes for t in (t1, t2)}
-    for q in progs.values():
+    rows_1d = getattr(backend, "rows_1d", False)  # as run_program_on offloads (OFF-17)
+
+    def build(t2: int) -> dict[tuple[int, int], Program]:
+        return {(n, t): offload(make(body, n, t), rows_1d=rows_1d)
+                for n in sizes for t in (t1, t2)}
+
+    progs = build(t2)
+    took: dict[tuple[int, int], float] = {}
+    for key, q in progs.items():
+        s = CLOCK[0]()
         run_program(q, device=backend, check_races=False)  # builds
+        took[key] = CLOCK[0]() - s
+    # LF-118: the timed steps of the largest domain take at least RUN_MS
+    n0 = max(sizes)
+    more = longer_steps(t1, t2, took[n0, t2] - took[n0, t1], RUN_MS[0])
+    if more != t2:
+        t2 = more
+        progs = build(t2)
+        for key in [k for k in progs if k[1] == t2]:
+            run_program(progs[key], device=backend, check_races=False)  # builds
     best = dict.fromkeys(progs, float("inf"))
     for _ in range(repeat):
         for key, q in progs.items():
@@ -202,6 +219,21 @@ def step_ns(body: str, sizes: tuple[int, ...], backend: object, t1: int, t2: int
             run_program(q, device=backend, check_races=False)
             best[key] = min(best[key], CLOCK[0]() - s)
     return [max(best[n, t2] - best[n, t1], 0.0) / (t2 - t1) * 1e9 for n in sizes]
+
+
+#: how long, in ms, the timed steps of a loop's larger domain run at least (LF-118)
+RUN_MS = [100.0]
+
+
+def longer_steps(t1: int, t2: int, seconds: float, run_ms: float) -> int:
+    """T2, or more when the ``t2 - t1`` steps took ``seconds`` (a first, untimed run) and
+    ``run_ms`` needs more of them (LF-118): a loop of a fraction of a nanosecond a point
+    runs 2^19 points in tens of microseconds, and a few milliseconds of timed steps left
+    the scheduler's jitter in its per-point figure. At most 64 times as many steps."""
+    if seconds <= 0:
+        return t1 + 4 * (t2 - t1)  # too fast to see at all: four times the steps
+    need = math.ceil((t2 - t1) * run_ms / (seconds * 1e3))
+    return t1 + min(max(need, t2 - t1), 64 * (t2 - t1))
 
 
 def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -359,10 +391,13 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=24,
                     help="steps timed per run beyond the first two (more: steadier, slower)")
     ap.add_argument("--write", action="store_true", help="store the row in cost_table.py")
+    ap.add_argument("--run-ms", type=float, default=100.0,
+                    help="time each loop's steps for at least this long (LF-118)")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="time runs by wall clock (default) or by the process's CPU time")
     args = ap.parse_args()
     CLOCK[0] = time.perf_counter if args.clock == "wall" else time.process_time
+    RUN_MS[0] = args.run_ms
     start = time.perf_counter()
     row, lines, good = calibrate(args.backend, args.points, args.repeat, args.steps)
     print(f"cost table row for {args.backend} ({args.points} points, best of {args.repeat}), "

@@ -67,7 +67,7 @@ def main() -> int:
     print(f"ns per point on {be.name}, about {args.points} points, clock {args.clock}")
     for name, rank, body in CASES:
         n = args.points if rank == 1 else math.isqrt(args.points)
-        progs = {t: offload(program(rank, n, t, body)) for t in (t1, t2)}
+        progs = {t: offload(program(rank, n, t, body), rows_1d=be.rows_1d) for t in (t1, t2)}
         for p in progs.values():
             run_program(p, device=be, check_races=False)  # builds
         best = dict.fromkeys(progs, math.inf)

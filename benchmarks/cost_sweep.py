@@ -2,7 +2,8 @@
 LF-78..LF-80).
 
     .venv/bin/python benchmarks/cost_sweep.py [--cases 40] [--seed 1] [--backend opencl]
-        [--rounds 5] [--steps 16] [--step-ms 10] [--clock wall|cpu] [--twice]
+        [--rounds 5] [--steps 16] [--run-ms 100] [--step-ms 10] [--clock wall|cpu]
+        [--twice] [--json FILE]
 
 Generates producer -> consumer stencil pairs inside a time loop -- 1-D and 2-D, f32 and
 f64, the consumer reading the producer at 1 to 5 points, the producer's expression
@@ -13,7 +14,8 @@ the producer's input, which the fusion renames and copies back -- and for each p
 * the model's decision: ``fuse_program`` with the backend's cost table row (LF-62, LF-75);
 * the measured time of one step of the time loop, unfused and fused (the fusion forced
   with an unbounded threshold): :func:`measure` (LF-78), runs of T1 = :data:`FIRST_STEPS`
-  and T1 + ``--steps`` steps (LF-81: T1 runs a fused step too) in ``--rounds``
+  and T1 + ``--steps`` steps, more for a fast pair so that the timed steps take
+  ``--run-ms`` (LF-117) (LF-81: T1 runs a fused step too) in ``--rounds``
   interleaved rounds, the difference of the best runs, and each variant's noise; the
   final arrays must be bitwise equal; ``--twice`` measures again and says how often the
   machine agrees with itself.
@@ -212,6 +214,15 @@ def measure(progs: dict[tuple[bool, int], Program], be: object, t1: int, t2: int
 FIRST_STEPS = 2
 
 
+def timed_steps(unfused_ns: float, steps: int, run_ms: float) -> int:
+    """The steps a pair's longer run times beyond the shorter one (LF-117): ``steps``, or
+    as many as its predicted unfused steps take ``run_ms`` when that is more (a pair of
+    fast loops is timed over as long a run as a slow one: the clock's and the scheduler's
+    jitter per run then weighs as little), at most 4096."""
+    need = math.ceil(run_ms * 1e6 / unfused_ns) if unfused_ns > 0 else steps
+    return max(steps, min(need, 4096))
+
+
 #: the most points of a pair's domain: the calibration's domain (benchmarks/calibrate.py
 #: --points), so that the arrays stay in the last-level cache as they did there (LF-80)
 MAX_POINTS = 1 << 19
@@ -236,6 +247,9 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=16,
                     help="steps of the time loop timed per run (beyond the first)")
     ap.add_argument("--step-ms", type=float, default=10.0)
+    ap.add_argument("--run-ms", type=float, default=100.0,
+                    help="time the steps of a pair for at least this long (its predicted "
+                    "unfused steps): more steps than --steps for a fast pair (LF-117)")
     ap.add_argument("--twice", action="store_true",
                     help="measure each pair twice and say how often the two agree")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
@@ -251,13 +265,14 @@ def main() -> int:
               f"{be.name} --write first")
         return 1
     rng = random.Random(args.seed)
-    t1, t2 = FIRST_STEPS, FIRST_STEPS + args.steps
+    t1 = FIRST_STEPS
     tally = Tally()
     dump: list[dict[str, object]] = []
     ok = True
     start = time.perf_counter()
     print(f"cost model against measurement on {be.name}, {args.cases} generated pairs, "
-          f"{args.rounds} rounds of {args.steps} steps, clock {args.clock}")
+          f"{args.rounds} rounds of at least {args.steps} steps and {args.run_ms:g} ms, clock "
+          f"{args.clock}")
     for k in range(args.cases):
         case = make_case(rng)
         probe = parse_program(case.text(64, 1), "sweep.sk")
@@ -273,6 +288,7 @@ def main() -> int:
         pred = forced.plan.cost.prediction
         model_fuses = fuse_program(probe, FusionOptions(backend=be.name))[1][-1].fused
         assert model_fuses == pred.faster, (model_fuses, pred)
+        t2 = t1 + timed_steps(pred.total(False), args.steps, args.run_ms)
         progs = {}
         for fused in (False, True):
             for t in (t1, t2):
@@ -280,7 +296,7 @@ def main() -> int:
                 if fused:
                     p, reps = fuse_program(p, FusionOptions(threshold=1e300))
                     assert reps[-1].fused, reps[-1]
-                progs[fused, t] = offload(p)
+                progs[fused, t] = offload(p, rows_1d=be.rows_1d)
         m = measure(progs, be, t1, t2, args.rounds)
         ok &= m.same
         bitwise = "" if m.same else "  NOT BITWISE"
@@ -296,11 +312,12 @@ def main() -> int:
             again = f" (again {second.ratio:.2f})" if second.valid else " (again: not valid)"
         mark = tally.add(m, model_fuses, second, pred.ratio)
         dump.append({"k": k, "case": case.describe(), "dims": case.dims, "elem": case.elem,
-                     "n": n, "text": case.text(n, 1), "predicted": pred.ratio,
+                     "n": n, "steps": t2 - t1, "text": case.text(n, 1), "predicted": pred.ratio,
                      "predicted_us": [pred.total(False) / 1e3, pred.total(True) / 1e3],
                      "fuses": model_fuses,
                      "measured": [attrs.asdict(x) for x in (m, second) if x is not None]})
-        print(f"  {k:>3} {case.describe()} n={n}: measured fused/unfused {m.ratio:.2f} "
+        print(f"  {k:>3} {case.describe()} n={n} steps={t2 - t1}: measured fused/unfused "
+              f"{m.ratio:.2f} "
               f"(noise {m.noise:.0%}){again}, model {'fuses' if model_fuses else 'refuses'}"
               f" ({pred.ratio:.2f}): {mark}{bitwise}\n        {pred}")
     for line in tally.summary(args.twice):

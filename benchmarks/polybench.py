@@ -89,11 +89,12 @@ def main(argv: list[str] | None = None) -> int:
             p = parse_program(text)
             q, _ = fuse_program(p, FusionOptions(threshold=1e300, swap=args.swap,
                                                  backend=be.name))
-            progs[False, steps], progs[True, steps] = offload(p), offload(q)
+            progs[False, steps] = offload(p, rows_1d=be.rows_1d)
+            progs[True, steps] = offload(q, rows_1d=be.rows_1d)
             if args.compare_split:
                 q, _ = fuse_program(p, FusionOptions(threshold=1e300, swap=args.swap,
                                                      backend=be.name, split=False))
-                progs[LOOP_TEST, steps] = offload(q)
+                progs[LOOP_TEST, steps] = offload(q, rows_1d=be.rows_1d)
         _, model = fuse_program(p, FusionOptions(swap=args.swap, backend=be.name))
         costs = "; ".join(("fuses: " + str(r.plan.cost)) if r.plan is not None else
                           f"refuses: [{r.refusal.rule}] {r.refusal.reason}"

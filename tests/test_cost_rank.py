@@ -20,6 +20,7 @@ from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
 from sarek_py.fusion.loops.predict import ND, loop_ns, ns, row_for
 from sarek_py.ir.host.program import ParFor, Program, iter_host
 from sarek_py.ir.host.text import parse_program
+from sarek_py.runtime import get_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -271,7 +272,64 @@ def test_lf116_the_sweep_records_what_it_measured() -> None:
         assert key in rep, key
 
 
+# ------------------------------------------------------------------------- LF-117
+
+
+def test_lf117_a_fast_pair_is_timed_over_a_longer_run() -> None:
+    """LF-117: the steps timed are ``--steps`` or as many as the predicted unfused steps
+    take ``--run-ms``, at most 4096."""
+    sweep = _bench("cost_sweep")
+    assert sweep.timed_steps(10e6, 16, 100.0) == 16        # 10 ms a step: 16 suffice
+    assert sweep.timed_steps(0.25e6, 16, 100.0) == 400     # 0.25 ms: 400 steps
+    assert sweep.timed_steps(0.3e6, 16, 100.0) == 334      # rounded up
+    assert sweep.timed_steps(1.0, 16, 100.0) == 4096       # capped
+    assert sweep.timed_steps(0.0, 16, 100.0) == 16
+
+
+# ------------------------------------------------------------------------- LF-118
+
+
+def test_lf118_the_calibration_times_a_fast_loop_longer() -> None:
+    """LF-118: T2 grows so that the timed steps take ``run_ms``, never fewer than asked,
+    at most 64 times as many, four times when the first run saw no time."""
+    cal = _bench("calibrate")
+    assert cal.longer_steps(2, 26, 0.5, 100.0) == 26          # 500 ms: enough
+    assert cal.longer_steps(2, 26, 0.010, 100.0) == 2 + 240   # 10 ms: ten times
+    assert cal.longer_steps(2, 26, 0.0101, 100.0) == 2 + 238  # rounded up
+    assert cal.longer_steps(2, 26, 1e-6, 100.0) == 2 + 64 * 24
+    assert cal.longer_steps(2, 26, 0.0, 100.0) == 2 + 4 * 24
+
+
+def test_lf118_step_ns_runs_the_longer_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LF-118: ``step_ns`` builds and times the programs of the longer run when the first
+    run was short, and returns per-step times (here of the reference interpreter standing
+    for a device, on a scripted clock where a step costs 1 ms)."""
+    cal = _bench("calibrate")
+    built: list[int] = []
+    real_program = cal.program
+
+    def program(body: str, n: int, steps: int) -> Program:
+        built.append(steps)
+        return real_program(body, n, steps)
+
+    clock = [0.0]
+    runs: list[int] = []
+
+    def run(q: Program, **kw: object) -> None:
+        steps = next(int(d.init.value) for d in q.decls  # type: ignore[union-attr]
+                     if d.var.name == "steps")
+        runs.append(steps)
+        clock[0] += 1e-3 * steps
+
+    monkeypatch.setattr(cal, "run_program", run)
+    monkeypatch.setattr(cal, "CLOCK", [lambda: clock[0]])
+    monkeypatch.setattr(cal, "RUN_MS", [100.0])
+    got = cal.step_ns("y[i] <- x[i]", (64, 16), get_backend("interp"), 2, 10, 2, program)
+    assert 100 + 2 in built            # 8 steps took 8 ms: 100 steps timed
+    assert got == [pytest.approx(1e6), pytest.approx(1e6)]
+
+
 def test_rules_cited() -> None:
-    """Every rule of LF-114..LF-116 is cited by a test here."""
-    assert_rules_cited(__file__, "loop-fusion", "LF", 114, 116)
+    """Every rule of LF-114..LF-118 is cited by a test here."""
+    assert_rules_cited(__file__, "loop-fusion", "LF", 114, 118)
 

@@ -66,16 +66,16 @@ def test_rule_citations_fail_where_a_rule_is_not_cited(tmp_path: Path, old: str,
 def test_rule_citations_fail_where_the_range_is_not_the_specs() -> None:
     """A number of the range that the spec does not define fails unless it is a gap, and
     the gaps must be a proper part of the range (a range of gaps checks nothing)."""
-    assert {13, 14, 15, 16} <= defined_rules("offload", "OFF")
-    assert 17 not in defined_rules("offload", "OFF")
-    with pytest.raises(AssertionError, match=r"not in specs/offload.md: \['OFF-17'\]"):
-        assert_rules_cited(__file__, "offload", "OFF", 16, 17)
+    assert {14, 15, 16, 17} <= defined_rules("offload", "OFF")
+    assert 18 not in defined_rules("offload", "OFF")
+    with pytest.raises(AssertionError, match=r"not in specs/offload.md: \['OFF-18'\]"):
+        assert_rules_cited(__file__, "offload", "OFF", 17, 18)
     with pytest.raises(AssertionError):
-        assert_rules_cited(__file__, "offload", "OFF", 17, 17, gaps=(17,))
+        assert_rules_cited(__file__, "offload", "OFF", 18, 18, gaps=(18,))
     with pytest.raises(AssertionError):
-        assert_rules_cited(__file__, "offload", "OFF", 16, 17, gaps=(18,))
-    with pytest.raises(AssertionError, match=r"cited by no test: \['OFF-16'\]"):
-        assert_rules_cited(__file__, "offload", "OFF", 16, 17, gaps=(17,))
+        assert_rules_cited(__file__, "offload", "OFF", 17, 18, gaps=(19,))
+    with pytest.raises(AssertionError, match=r"cited by no test: \['OFF-17'\]"):
+        assert_rules_cited(__file__, "offload", "OFF", 17, 18, gaps=(18,))
 
 
 def test_rule_citations_read_the_other_files_named(tmp_path: Path) -> None:

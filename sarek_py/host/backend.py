@@ -70,7 +70,8 @@ def run_program_on(p: Program, backend: str | Backend,
     name = device.name
     loops = count_parfors(p)
     try:
-        q = offload(p, numbering=numbering)  # type: ignore[arg-type]
+        # OFF-17: 1-D loops as rows kernels where the backend runs them faster so
+        q = offload(p, numbering=numbering, rows_1d=device.rows_1d)  # type: ignore[arg-type]
     except OffloadError as exc:
         raise SarekError(f"--backend {name}: this parallel loop cannot run on {name} "
                          f"({exc.message}); run the program with --backend interp",

@@ -268,6 +268,8 @@ class _Offloader:
     block_size: int
     budget: int
     numbering: Numbering = "rows"
+    #: rows kernels for loops of one dimension too (OFF-17, TIL-15)
+    rows_1d: bool = False
     decls: list[Decl] = attrs.field(factory=list)
     kernels: list[Kernel] = attrs.field(factory=list)
     taken: set[str] = attrs.field(factory=set)
@@ -330,12 +332,13 @@ class _Offloader:
         """OFF-11: a nest of two or more dimensions without a reduction, launched in rows
         of ``block`` iterations of its contiguous dimension (TIL-10) when whole rows pad
         the nest by at most ``MAX_ROW_PADDING``, by ``flat`` otherwise: the host tests it
-        at each execution (TIL-11). Any other loop: ``flat`` itself."""
-        if len(s.indices) < 2:
+        at each execution (TIL-11); with ``rows_1d``, a loop of one dimension too (OFF-17,
+        TIL-15). Any other loop: ``flat`` itself."""
+        if len(s.indices) < 2 and not self.rows_1d:
             return flat
         nest = _nest(s, flat_kernel, host, self.fresh(f"{flat_kernel.name}_rows"))
         try:
-            rk = row_nest(nest)
+            rk = row_nest(nest, one_dim=self.rows_1d)
         except TilingRefused:
             return flat
         kernel = attrs.evolve(rk.kernel, helpers=flat_kernel.helpers, loc=s.loc)
@@ -413,16 +416,18 @@ class _Offloader:
 
 
 def offload(program: Program, *, block_size: int = 256, stack_budget: int = STACK_BUDGET,
-            numbering: Numbering = "rows") -> Program:
+            numbering: Numbering = "rows", rows_1d: bool = False) -> Program:
     """Every parallel loop of ``program`` (body and procedures) as a launch, with syncs
     placed by :func:`place_syncs` (OFF-1..OFF-8). ``numbering`` says how the threads of a
     nest of two or more dimensions number its iterations: ``"rows"`` (the default, OFF-11:
     a block runs along the contiguous dimension), ``"tiles"`` (OFF-10: 32 × block/32
-    tiles), each falling back to flat where it pads too much, or ``"flat"``."""
+    tiles), each falling back to flat where it pads too much, or ``"flat"``; with
+    ``rows_1d`` and ``"rows"``, a loop of one dimension is launched in rows too (OFF-17:
+    what a backend whose ``rows_1d`` says so runs faster, :func:`run_program_on`)."""
     if numbering not in NUMBERINGS:
         raise ValueError(f"unknown numbering {numbering!r} (numberings: "
                          f"{', '.join(NUMBERINGS)})")
-    off = _Offloader(program, block_size, stack_budget, numbering)
+    off = _Offloader(program, block_size, stack_budget, numbering, rows_1d)
     off.taken |= {d.var.name for d in program.decls}
     off.taken |= {k.name for k in program.kernels} | {h.name for h in program.helpers}
     body = place_syncs(off.stmt(program.body), program, final=True)

@@ -132,10 +132,12 @@ def _loop_of(e: Expr, loops: tuple[Loop, ...]) -> int | None:
     return used[0] if len(used) == 1 else None
 
 
-def tile_dims(nest: Nest) -> tuple[int, int]:
-    """The contiguous and the next dimension of a nest (TIL-2, TIL-3), as loop indices."""
+def tile_dims(nest: Nest, one: bool = False) -> tuple[int, int]:
+    """The contiguous and the next dimension of a nest (TIL-2, TIL-3), as loop indices;
+    ``one``: a nest of one dimension is its own contiguous dimension, with no next (the
+    rows kernel, TIL-15: the next is returned as -1)."""
     loops = nest.loops
-    if len(loops) < 2:
+    if len(loops) < 2 and not (one and len(loops) == 1):
         raise TilingRefused("TIL-1", f"nest {nest.name} has one dimension: nothing to tile")
     # a store into the kernel's own (private, per-thread) array is no result of the nest
     private = set(nest.locals)
@@ -150,6 +152,8 @@ def tile_dims(nest: Nest) -> tuple[int, int]:
             raise TilingRefused(
                 "TIL-1", f"nest {nest.name} has a reduction: the store into {s.array.name} does "
                 "not use every loop variable")
+    if len(loops) == 1:
+        return 0, -1
     lasts = {_loop_of(s.index[-1], loops) for s in stores}
     contiguous = lasts.pop() if len(lasts) == 1 and None not in lasts else len(loops) - 1
     assert contiguous is not None
@@ -332,7 +336,7 @@ class RowKernel:
     kernel: Kernel
     nest: Nest
     contiguous: int
-    #: the loop numbered by ``block_idx_y``
+    #: the loop numbered by ``block_idx_y`` (-1: a nest of one dimension, TIL-15)
     next: int = 0
     #: the loops numbered together by ``block_idx_z``, the innermost (fastest) first
     others: tuple[int, ...] = ()
@@ -387,9 +391,10 @@ def _bounds_too_near_the_ends(nest: Nest, lowers: Sequence[Expr], uppers: Sequen
     return out
 
 
-def row_nest(nest: Nest) -> RowKernel:
+def row_nest(nest: Nest, one_dim: bool = False) -> RowKernel:
     """The kernel that runs ``nest`` in rows of ``block`` iterations of its contiguous
-    dimension on a grid of two or three dimensions (TIL-10, TIL-12, TIL-13, TIL-14):
+    dimension on a grid of two or three dimensions (TIL-10, TIL-12, TIL-13, TIL-14), or
+    with ``one_dim`` a loop of one dimension on a grid of one (TIL-15):
     thread ``t`` of block ``(bx, by, bz)`` is at ``bx * block + t`` along the contiguous
     dimension, at ``by`` along the next one, and ``bz`` numbers the places of the others
     (the innermost fastest; the outermost takes the rest, with no division). A thread
@@ -397,7 +402,7 @@ def row_nest(nest: Nest) -> RowKernel:
     is past the upper bound, or when the bounds are so near the ends of the loop
     variable's type that an offset of it in the body could wrap, and only then converts
     it to the loop variable's type (TIL-6)."""
-    contiguous, nxt = tile_dims(nest)
+    contiguous, nxt = tile_dims(nest, one=one_dim)
     loops = nest.loops
     for lp in loops:  # (a parallel loop's index is an i32, HP-4)
         if lp.var.scalar is not Scalar.I32:
@@ -452,7 +457,8 @@ def row_nest(nest: Nest) -> RowKernel:
         div = _at_least_one(Cast(Scalar.I32, Ref(ext[d])))
         main = Let(z[d], _i64(_bin(BinaryOp.MOD, above, div)),
                    Let(place[d], _bin(BinaryOp.DIV, above, div), main))
-    main = Let(z[nxt], _i64(Intrinsic("block_idx_y")), main)
+    if nxt >= 0:  # (a nest of one dimension has no next: TIL-15)
+        main = Let(z[nxt], _i64(Intrinsic("block_idx_y")), main)
     main = Let(z[contiguous], _bin(BinaryOp.ADD, _bin(
         BinaryOp.MUL, _i64(Intrinsic("block_idx_x")), _i64(Intrinsic("block_dim_x"))),
         _i64(Intrinsic("thread_idx_x"))), main)
@@ -536,6 +542,8 @@ def row_grid_expr(rk: RowKernel, extents: Sequence[Expr], block: int) -> tuple[E
     """The grid of a rows launch (TIL-14) as ``i32`` host expressions: the blocks per row,
     the next dimension's extent and (three or more dimensions) the product of the
     others'; the host launches it only when each fits (TIL-11)."""
+    if rk.next < 0:  # one dimension: a grid of blocks along it (TIL-15)
+        return (Cast(Scalar.I32, row_blocks_expr(rk, extents, block)),)
     grid = [row_blocks_expr(rk, extents, block), extents[rk.next]]
     z = _others_expr(rk, extents)
     if z is not None:
@@ -546,8 +554,9 @@ def row_grid_expr(rk: RowKernel, extents: Sequence[Expr], block: int) -> tuple[E
 def rows_pad_too_much_expr(rk: RowKernel, extents: Sequence[Expr], block: int) -> Expr:
     """TIL-11 as a host expression: the flat kernel runs instead when nothing runs, when
     whole rows pad the nest by more than ``MAX_ROW_PADDING``, or when the grid does not
-    fit (TIL-12, TIL-14): ``total == 0 || (rows - total) * den > total * num || rows_c >
-    I32_MAX || n_next > 65535 || n_others > 65535``."""
+    fit (TIL-12, TIL-14), or its thread count passes the most a launch numbers (LCH-21,
+    TIL-15): ``total == 0 || (rows - total) * den > total * num || rows_c > I32_MAX ||
+    rows > I32_MAX || n_next > 65535 || n_others > 65535``."""
     total = product(extents)
     padded = row_count_expr(rk, extents, block)
     num, den = MAX_ROW_PADDING.numerator, MAX_ROW_PADDING.denominator
@@ -556,7 +565,11 @@ def rows_pad_too_much_expr(rk: RowKernel, extents: Sequence[Expr], block: int) -
                                       _c64(den)), _bin(BinaryOp.MUL, total, _c64(num))))
     out = _bin(BinaryOp.OR, out, _bin(BinaryOp.GT, row_blocks_expr(rk, extents, block),
                                       _c64(I32_MAX)))
-    out = _bin(BinaryOp.OR, out, _bin(BinaryOp.GT, extents[rk.next], _c64(GRID_YZ_MAX)))
+    # a launch numbers at most I32_MAX threads (LCH-21): whole rows of a loop of up to
+    # I32_MAX iterations may pad past it, where its flat launch fits (TIL-15)
+    out = _bin(BinaryOp.OR, out, _bin(BinaryOp.GT, padded, _c64(I32_MAX)))
+    if rk.next >= 0:
+        out = _bin(BinaryOp.OR, out, _bin(BinaryOp.GT, extents[rk.next], _c64(GRID_YZ_MAX)))
     z = _others_expr(rk, extents)
     if z is not None:
         out = _bin(BinaryOp.OR, out, _bin(BinaryOp.GT, z, _c64(GRID_YZ_MAX)))

@@ -249,6 +249,9 @@ class Backend(abc.ABC):
     #: launch (OFF-16): device memory is host memory and a launch has finished when it
     #: returns; the residency then asks :meth:`use_host` for each array
     host_arrays_in_place = False
+    #: whether a host program's loops of one dimension run faster as rows kernels (OFF-17,
+    #: TIL-15) than as flat launches: the backend that runs the program offloads them so
+    rows_1d = False
 
     def __init__(self) -> None:
         self.stats = TransferStats()
