@@ -24,7 +24,8 @@ The model agrees when it fuses exactly the pairs whose fused step is measured fa
 Prints one line per pair, the strict agreement (target: at least 90 %), the disagreements
 within the measured noise apart, and the agreement outside the noise (LF-79). The domain
 is sized so that an unfused step is predicted at ``--step-ms`` (LF-80). About 1 to 2
-minutes at the defaults on 2 cores (``--twice``: twice that).
+minutes at the defaults on 2 cores (``--twice``: twice that; LF-117's longer runs: 2 to
+3 minutes with ``--twice``).
 """
 
 from __future__ import annotations
