@@ -77,6 +77,7 @@ from sarek_py.ir.requires_check import RangeRefused
 from sarek_py.ir.types import ArrayType
 from sarek_py.runtime.base import Backend
 from sarek_py.runtime.fused_errors import in_user_terms
+from sarek_py.runtime.limits import MAX_THREADS
 
 
 @attrs.frozen(eq=False)
@@ -473,7 +474,11 @@ class HostInterp:
                    zip(s.indices, starts, strict=True)]
         if min(extents) <= 0:
             return
-        total = int(np.prod(extents))
+        total = math.prod(extents)
+        if total > MAX_THREADS:  # HP-55: the reference runs what a launch can number
+            raise HostError(f"parallel loop of {total} iterations: more than {MAX_THREADS} "
+                            "(2^31 - 1), the most threads a launch can number "
+                            "(global_thread_id is an i32)", s.loc)
         args: dict[str, Any] = {}
         for p, v in zip(k.params, host, strict=False):
             val = f.get_var(v)
