@@ -141,17 +141,7 @@ def program_nd(body: str, n: int, steps: int) -> Program:
     """A host program running the 2-D ``body`` over about ``n`` points (``isqrt(n)``
     squared) of the 2-D arrays of :func:`program` (x, z, w, y: f64; a, c, b: f32),
     ``steps`` times (LF-115)."""
-    m = math.isqrt(n)
-    decls = "".join(f"  var {v} : f64[0:, 0:] allocatable;\n" for v in "xzwy") + \
-        "".join(f"  var {v} : f32[0:, 0:] allocatable;\n" for v in "acb")
-    allocs = "".join(f"  allocate {v}[0:n - 1, 0:n - 1];\n" for v in "xzwyacb")
-    init = "; ".join([*(f"{v}[i, j] <- f64((i + j) % 100) * 0.01" for v in "xzwy"),
-                      *(f"{v}[i, j] <- f32((i + j) % 100) * 0.01" for v in "acb")])
-    text = (f"program calibrate_nd\n  var n : i32 = {m};\n  var steps : i32 = {steps};\n"
-            f"{decls}begin\n{allocs}  parallel for (i = 0 to n - 1, j = 0 to n - 1) do "
-            f"({init}) done;\n  for t = 1 to steps do\n"
-            f"    parallel for (i = 4 to n - 5, j = 4 to n - 5) do {body} done\n  done\nend\n")
-    return parse_program(text, "calibrate_nd.sk")
+    return _program(body, math.isqrt(n), steps, 2)
 
 
 def fit_shift(shifts: np.ndarray, last: np.ndarray, first: np.ndarray) -> float:
@@ -168,16 +158,33 @@ def fit_shift(shifts: np.ndarray, last: np.ndarray, first: np.ndarray) -> float:
 
 
 def program(body: str, n: int, steps: int) -> Program:
-    decls = "".join(f"  var {v} : f64[0:] allocatable;\n" for v in "xzwy") + \
-        "".join(f"  var {v} : f32[0:] allocatable;\n" for v in "acb")
-    allocs = "".join(f"  allocate {v}[0:n - 1];\n" for v in "xzwyacb")
-    init = "; ".join([*(f"{v}[i] <- f64(i % 100) * 0.01" for v in "xzwy"),
-                      *(f"{v}[i] <- f32(i % 100) * 0.01" for v in "acb")])
-    text = (f"program calibrate\n  var n : i32 = {n};\n  var steps : i32 = {steps};\n{decls}"
-            f"begin\n{allocs}  parallel for (i = 0 to n - 1) do ({init}) done;\n"
-            f"  for t = 1 to steps do\n"
-            f"    parallel for (i = 4 to n - 5) do {body} done\n  done\nend\n")
-    return parse_program(text, "calibrate.sk")
+    """A host program running the 1-D ``body`` over ``n`` points of the arrays x, z, w, y
+    (f64) and a, c, b (f32), ``steps`` times (LF-60)."""
+    return _program(body, n, steps, 1)
+
+
+#: the calibration programs' arrays and their element types
+_ARRAYS = (("x", "f64"), ("z", "f64"), ("w", "f64"), ("y", "f64"), ("a", "f32"), ("c", "f32"),
+           ("b", "f32"))
+
+
+def _program(body: str, extent: int, steps: int, rank: int) -> Program:
+    """The arrays of :data:`_ARRAYS` of ``rank`` (1 or 2) dimensions of ``extent`` each,
+    initialised, then ``body`` over the points 4 .. extent - 5 of each, ``steps`` times."""
+    names = ("i", "j")[:rank]
+    shape, ext = ", ".join("0:" for _ in names), ", ".join("0:n - 1" for _ in names)
+    idx = ", ".join(names)
+    seed = "i % 100" if rank == 1 else f"({' + '.join(names)}) % 100"
+    decls = "".join(f"  var {v} : {t}[{shape}] allocatable;\n" for v, t in _ARRAYS)
+    allocs = "".join(f"  allocate {v}[{ext}];\n" for v, _ in _ARRAYS)
+    init = "; ".join(f"{v}[{idx}] <- {t}({seed}) * 0.01" for v, t in _ARRAYS)
+    full = ", ".join(f"{v} = 0 to n - 1" for v in names)
+    inner = ", ".join(f"{v} = 4 to n - 5" for v in names)
+    name = "calibrate" if rank == 1 else "calibrate_nd"
+    text = (f"program {name}\n  var n : i32 = {extent};\n  var steps : i32 = {steps};\n"
+            f"{decls}begin\n{allocs}  parallel for ({full}) do ({init}) done;\n"
+            f"  for t = 1 to steps do\n    parallel for ({inner}) do {body} done\n  done\nend\n")
+    return parse_program(text, f"{name}.sk")
 
 
 def loop_of(p: Program) -> ParFor:
