@@ -168,6 +168,7 @@ def test_lf115_the_calibration_fits_the_nests_apart(monkeypatch: pytest.MonkeyPa
     load, the calibration's ``nd.`` kinds price every 2-D nest within 2 % of its scripted
     time and the plain kinds every 1-D loop, and the row is written (no misfit); with the
     nests' kinds equal to the loops', the ``nd.`` kinds price the nests as the plain ones."""
+    pytest.importorskip("scipy")  # the fit's (benchmarks/calibrate.py)
     cal = _bench("calibrate")
     plain = dict.fromkeys(KINDS, 0.0) | {
         "point": 0.5, "load": 0.4, "f64_op": 0.03, "f32_op": 0.02, "f64_div": 0.3,
@@ -189,6 +190,7 @@ def test_lf115_the_calibration_fits_the_nests_apart(monkeypatch: pytest.MonkeyPa
 def test_lf115_a_misfit_nest_refuses_the_row(monkeypatch: pytest.MonkeyPatch) -> None:
     """LF-115: a nest measured at zero makes the row noisy (``--write`` refuses it), as a
     1-D loop does (LF-77)."""
+    pytest.importorskip("scipy")  # the fit's (benchmarks/calibrate.py)
     cal = _bench("calibrate")
     plain = dict.fromkeys(KINDS, 0.0) | {"point": 0.5, "load": 0.4, "f64_op": 0.03,
                                          "f32_op": 0.02, "f64_transc": 8.0,
