@@ -192,6 +192,8 @@ class _Function:
         self.row_guard: RowGuard | None = None
         #: the named wrapping operations the code calls (CG-18, CG-25)
         self.wrapping: set[WrapOp] = set()
+        #: the ``i32`` locals declared 64-bit (NAT-37, CG-76)
+        self.widened: set[int] = set()
         #: bounds checks (CG-22): whether accesses are checked, whether this function has
         #: the sarek_oob buffer, its sites so far, the ranks of the check functions used,
         #: the helpers taking the buffer and their sites
@@ -426,11 +428,22 @@ class _Function:
             return (f"{minmax_name(n, t)}({', '.join(self.expr(a)[0] for a in args)})",
                     _PRIMARY)
         fn = self.d.math[(n, t)]
-        call = f"{fn}({', '.join(self.expr(a)[0] for a in args)})"
+        call = f"{fn}({', '.join(self.math_arg(a, t) for a in args)})"
         wrap = self.d.math_wrap.get((n, t))
         if wrap is not None:
             return wrap.format(call), _UNARY
         return call, _PRIMARY
+
+    def math_arg(self, a: Expr, t: Scalar) -> str:
+        """An argument of a math function on integer type ``t``: written as its C type
+        when it holds a local declared 64-bit (NAT-37), so an overloaded builtin (OpenCL's
+        ``min``, ``max``, ``abs``) sees the operands' one type (CG-76); the value is the
+        same (the ranges prove it a ``t``)."""
+        text, prec = self.expr(a)
+        if t.is_int and self.widened and any(
+                isinstance(x, Ref) and x.var.id in self.widened for x in iter_nodes(a)):
+            return f"({self.ctype(t)}){_paren(text, prec, _UNARY)}"
+        return text
 
     def call_args(self, args: tuple[Expr, ...]) -> Iterator[str]:
         for a in args:
@@ -655,6 +668,7 @@ class _Function:
                     text = self.expr(val.arg)[0]
                     self.emit(f"{self.ctype(Scalar.I64)} {self.bind(v)} = {text};"
                               "  // an int: the guard bounds it", depth)
+                    self.widened.add(v.id)
                     self.ranges = {**self.ranges, v.id: int_range(val, self.ranges)}
                 else:
                     text = self.value(val, depth)

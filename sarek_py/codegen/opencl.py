@@ -33,6 +33,9 @@ OPENCL = Dialect(
     shared_qualifier="__local",
     shared_pointer="__local",
     dynamic_shared_param=True,
+    # NAT-37's 64-bit locals: PoCL vectorises a rows kernel's consecutive reads through a
+    # 64-bit index, not through its truncation to int under the row's guard (CG-76)
+    wide_exact_locals=True,
     local_pointer="__private",
     barrier="barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);",
     types={Scalar.I32: "int", Scalar.I64: "long", Scalar.F32: "float",
