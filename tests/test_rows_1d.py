@@ -204,21 +204,15 @@ def test_off17_rows_1d_launches_one_dimension_in_rows_or_flat() -> None:
 
 
 @pytest.mark.parametrize("n,rows_used", [(1000, True), (300, True), (100, False)])
-def test_off17_the_host_chooses_and_both_give_the_loops_bytes(n: int, rows_used: bool
-                                                              ) -> None:
+def test_off17_the_host_chooses_and_both_give_the_loops_bytes(
+        n: int, rows_used: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """OFF-17: the host picks the rows launch unless it pads too much; the results are
     the interpreter's bitwise either way."""
     p = parse_program(PROGRAM)
     q = offload(p, rows_1d=True)
     dev = InterpBackend()
     names: list[str] = []
-    real = dev.launch
-
-    def launch(kernel: Kernel, *args: Any, **kw: Any) -> None:
-        names.append(kernel.name)
-        real(kernel, *args, **kw)
-
-    dev.launch = launch  # type: ignore[method-assign]
+    _spy(dev, names, monkeypatch)
     ref = run_program(p, {"n": n})
     got = HostInterp(q, device=dev).run({"n": n})
     for a in "xy":
@@ -276,13 +270,7 @@ def test_nat80_c_runs_1d_loops_as_guard_free_simd_rows(tmp_path: Path,
     be = c_backend()
     monkeypatch.setenv("SAREK_CACHE", str(tmp_path))
     names: list[str] = []
-    real = be.launch
-
-    def launch(kernel: Kernel, *args: Any, **kw: Any) -> Any:
-        names.append(kernel.name)
-        return real(kernel, *args, **kw)
-
-    monkeypatch.setattr(be, "launch", launch)
+    _spy(be, names, monkeypatch)
     p = parse_program(PROGRAM)
     res, _ = run_program_on(p, be)
     ref = run_program(p)
