@@ -8,7 +8,8 @@ divisions, transcendentals, integer operations and selects -- each run as a host
 (``for t = 1 to T do parallel for … done``) offloaded to the backend; the time of one
 step is the difference of a run of T2 and of T1 steps (build and transfers cancel), the
 time of a point the difference of a step over N and over N/4 points (the launch cancels).
-A loop of a few points gives the launch cost; the per-point costs are the roofline fit
+A loop of a few points gives the launch cost (the median of three runs of it, at the
+start, the middle and the end: LF-119); the per-point costs are the roofline fit
 (:func:`fit_roofline`, LF-77: each loop's point costs the larger of its bytes' time and its
 compute's time, LF-75) of the loops' per-point times on their counts
 (:func:`sarek_py.fusion.loops.cost_counts.count`, the counts the model prices). The
@@ -33,6 +34,7 @@ import json
 import math
 import platform
 import re
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -294,11 +296,23 @@ def misfits(names: list[str], measured: np.ndarray, fitted: np.ndarray) -> list[
             if m <= 0 or abs(f - m) > 0.5 * m]
 
 
+#: the loop whose steps give a launch's cost: a copy of a few points (LF-60)
+LAUNCH_LOOP = ("y[i] <- x[i]", 10)
+
+
+def launch_ns(backend: object, t1: int, repeat: int) -> float:
+    """One measurement of a launch's cost (LF-60): a step of :data:`LAUNCH_LOOP`, whose
+    points cost next to nothing. :func:`calibrate` takes three, at its start, after the
+    1-D loops and at its end, and keeps their median (LF-119)."""
+    body, n = LAUNCH_LOOP
+    return step_ns(body, (n,), backend, t1, 40, repeat)[0]
+
+
 def calibrate(backend_name: str, n: int, repeat: int, steps: int = 24
               ) -> tuple[dict[str, float], list[str], bool]:
     be = get_backend(backend_name)
     t1, t2 = 2, 2 + steps
-    launch = step_ns("y[i] <- x[i]", (10,), be, t1, 40, repeat)[0]
+    launches = [launch_ns(be, t1, repeat)]  # LF-119: one of three, spread over the run
     rows, times, names = [], [], []
     for name, body in LOOPS.items():
         c = count(loop_of(program(body, n, 1)).body)
@@ -311,7 +325,7 @@ def calibrate(backend_name: str, n: int, repeat: int, steps: int = 24
     a, b = np.array(rows), np.array(times)
     coef, fit = fit_roofline(a, b)
     row = {k: float(f"{v:.4g}") for k, v in zip(KINDS, coef, strict=True)}
-    row["launch"] = float(f"{launch:.4g}")
+    launches.append(launch_ns(be, t1, repeat))
     lines = [f"  {nm:<14} measured {m:8.3f} ns/point  fitted {f:8.3f}"
              for nm, m, f in zip(names, b, fit, strict=True)]
     bad = misfits(names, b, fit)
@@ -358,6 +372,10 @@ def calibrate(backend_name: str, n: int, repeat: int, steps: int = 24
     lines += [f"  {nm:<26} measured {m:8.3f} ns/point  fitted {f:8.3f}"
               for nm, m, f in zip(nd_names, b2, fit2, strict=True)]
     bad += misfits(nd_names, b2, fit2)
+    launches.append(launch_ns(be, t1, repeat))
+    row["launch"] = float(f"{statistics.median(launches):.4g}")
+    lines.append("  launch         measured " + ", ".join(f"{x / 1e3:.1f}" for x in launches)
+                 + f" µs: the median, {row['launch'] / 1e3:.1f} µs (LF-119)")
     if bad:
         lines.append(f"  noisy: {', '.join(bad)} measured at zero or fitted more than 50 % "
                      "off (a busy machine?); --write refuses such a row")

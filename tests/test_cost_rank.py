@@ -1,5 +1,5 @@
 """Nests of two or more dimensions priced on their own kinds (specs/loop-fusion.md,
-LF-114..LF-116; issue 15): the row's ``nd.`` kinds, their calibration on 2-D nests (on a
+LF-114..LF-119; issue 15): the row's ``nd.`` kinds, their calibration on 2-D nests (on a
 scripted machine: no timing here) and the recorded sweep re-predicted."""
 
 from __future__ import annotations
@@ -331,7 +331,41 @@ def test_lf118_step_ns_runs_the_longer_steps(monkeypatch: pytest.MonkeyPatch) ->
     assert got == [pytest.approx(1e6), pytest.approx(1e6)]
 
 
+def test_lf119_the_launch_is_the_median_of_three(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LF-119: the calibration measures the launch three times -- before the 1-D loops,
+    after them and after the nests -- and keeps the median: one disturbed measurement
+    (here the second, 3.5 times the others) does not set the row's launch; the three are
+    printed."""
+    pytest.importorskip("scipy")  # the fit's (benchmarks/calibrate.py)
+    cal = _bench("calibrate")
+    plain = dict.fromkeys(KINDS, 0.0) | {
+        "point": 0.5, "load": 0.4, "f64_op": 0.03, "f32_op": 0.02, "f64_div": 0.3,
+        "f32_div": 0.1, "f64_transc": 8.0, "f32_transc": 2.0, "int_op": 0.02,
+        "int_div": 0.3, "branch": 1.0}
+    _scripted(cal, plain, plain, 0.0, monkeypatch)
+    order: list[str] = []
+    inner = cal.step_ns
+
+    def step_ns(body: str, sizes: tuple[int, ...], *a: object, **k: object) -> list[float]:
+        if sizes == (cal.LAUNCH_LOOP[1],):
+            order.append("launch")
+            return [(20000.0, 70000.0, 21000.0)[order.count("launch") - 1]]
+        order.append("2-D" if "," in body else "1-D")
+        out: list[float] = inner(body, sizes, *a, **k)
+        return out
+    monkeypatch.setattr(cal, "step_ns", step_ns)
+    row, lines, good = cal.calibrate("interp", 1 << 16, 1, 8)
+    assert good
+    assert row["launch"] == 21000.0
+    assert any("20.0, 70.0, 21.0" in ln and "LF-119" in ln for ln in lines)
+    # spread over the run: first, after the last 1-D loop, last
+    at = [i for i, w in enumerate(order) if w == "launch"]
+    assert at[0] == 0 and at[2] == len(order) - 1
+    assert order[at[1] - 1] == "1-D" and "2-D" in order[at[1]:]
+    assert order.count("1-D") == len(cal.LOOPS)
+
+
 def test_rules_cited() -> None:
-    """Every rule of LF-114..LF-118 is cited by a test here."""
-    assert_rules_cited(__file__, "loop-fusion", "LF", 114, 118)
+    """Every rule of LF-114..LF-119 is cited by a test here."""
+    assert_rules_cited(__file__, "loop-fusion", "LF", 114, 119)
 
