@@ -2,7 +2,7 @@
 LF-78..LF-80).
 
     .venv/bin/python benchmarks/cost_sweep.py [--cases 40] [--seed 1] [--backend opencl]
-        [--rounds 5] [--steps 16] [--run-ms 100] [--step-ms 10] [--clock wall|cpu]
+        [--rounds 10] [--steps 16] [--run-ms 100] [--step-ms 10] [--clock wall|cpu]
         [--twice] [--json FILE]
 
 Generates producer -> consumer stencil pairs inside a time loop -- 1-D and 2-D, f32 and
@@ -15,8 +15,9 @@ the producer's input, which the fusion renames and copies back -- and for each p
 * the measured time of one step of the time loop, unfused and fused (the fusion forced
   with an unbounded threshold): :func:`measure` (LF-78), runs of T1 = :data:`FIRST_STEPS`
   and T1 + ``--steps`` steps, more for a fast pair so that the timed steps take
-  ``--run-ms`` (LF-117) (LF-81: T1 runs a fused step too) in ``--rounds``
-  interleaved rounds, the difference of the best runs, and each variant's noise; the
+  ``--run-ms`` (LF-117) (LF-81: T1 runs a fused step too) in ``--rounds`` (10, LF-120)
+  interleaved rounds, the garbage collector off during each run (LF-120), the difference
+  of the best runs, and each variant's noise; the
   final arrays must be bitwise equal; ``--twice`` measures again and says how often the
   machine agrees with itself.
 
@@ -31,6 +32,7 @@ minutes at the defaults on 2 cores (``--twice``: twice that; LF-117's longer run
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import random
@@ -193,9 +195,7 @@ def measure(progs: dict[tuple[bool, int], Program], be: object, t1: int, t2: int
     keys = list(progs)
     for k in range(rounds):
         for key in (keys if k % 2 == 0 else keys[::-1]):
-            s = CLOCK[0]()
-            run_program(progs[key], device=be, check_races=False)
-            samples[key].append(CLOCK[0]() - s)
+            samples[key].append(timed_run(progs[key], be))
     steps: dict[bool, float] = {}
     noise: dict[bool, float] = {}
     for f in (False, True):
@@ -205,6 +205,22 @@ def measure(progs: dict[tuple[bool, int], Program], be: object, t1: int, t2: int
         noise[f] = spread / steps[f] if steps[f] > 0 else float("inf")
     return Measure(steps[False], steps[True], noise[False], noise[True],
                    outs[False, t2] == outs[True, t2])
+
+
+def timed_run(prog: Program, be: object) -> float:
+    """The time of one run of ``prog`` on ``be`` by :data:`CLOCK`, Python's garbage
+    collector run before it and off during it, as ``timeit`` does (LF-120): a collection
+    falls on whichever run allocates past its threshold, not on a variant."""
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        s = CLOCK[0]()
+        run_program(prog, device=be, check_races=False)
+        return CLOCK[0]() - s
+    finally:
+        if was:
+            gc.enable()
 
 
 #: the steps of the shorter run T1 (LF-81): the fused program runs its last iteration as the
@@ -243,8 +259,9 @@ def main() -> int:
     ap.add_argument("--cases", type=int, default=40)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--backend", default="opencl")
-    ap.add_argument("--rounds", type=int, default=5,
-                    help="interleaved rounds per measurement (best and median of them)")
+    ap.add_argument("--rounds", type=int, default=10,
+                    help="interleaved rounds per measurement (best and median of them; "
+                         "default 10, LF-120)")
     ap.add_argument("--steps", type=int, default=16,
                     help="steps of the time loop timed per run (beyond the first)")
     ap.add_argument("--step-ms", type=float, default=10.0)

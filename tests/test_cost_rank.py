@@ -1,15 +1,19 @@
 """Nests of two or more dimensions priced on their own kinds (specs/loop-fusion.md,
-LF-114..LF-119; issue 15): the row's ``nd.`` kinds, their calibration on 2-D nests (on a
+LF-114..LF-120; issue 15): the row's ``nd.`` kinds, their calibration on 2-D nests (on a
 scripted machine: no timing here) and the recorded sweep re-predicted."""
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import random
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 from benchmark_module import load_benchmark
 from rule_citations import assert_rules_cited
@@ -365,7 +369,42 @@ def test_lf119_the_launch_is_the_median_of_three(monkeypatch: pytest.MonkeyPatch
     assert order.count("1-D") == len(cal.LOOPS)
 
 
+def test_lf120_a_measurement_runs_ten_rounds_with_the_collector_off(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """LF-120: each of the four programs of a pair runs once per round, ten rounds by
+    default, each run with Python's garbage collector off (and on again after it, also
+    when the run raises); the sweep's ``--help`` gives the default."""
+    sweep = _bench("cost_sweep")
+    seen: list[tuple[object, bool]] = []
+
+    def run(prog: object, device: object, check_races: bool) -> object:
+        seen.append((prog, gc.isenabled()))
+
+        class Result:
+            def array(self, name: str) -> np.ndarray:
+                return np.zeros(1)
+        return Result()
+    monkeypatch.setattr(sweep, "run_program", run)
+    progs = {(f, t): object() for f in (False, True) for t in (2, 18)}
+    assert gc.isenabled()
+    sweep.measure(progs, None, 2, 18, 10)
+    timed = seen[4:]                      # after the four untimed first runs
+    assert len(timed) == 40 and all(not on for _, on in timed)
+    assert all(sum(p is q for q, _ in timed) == 10 for p in progs.values())
+    assert gc.isenabled()
+
+    def boom(prog: object, device: object, check_races: bool) -> object:
+        raise RuntimeError("run failed")
+    monkeypatch.setattr(sweep, "run_program", boom)
+    with pytest.raises(RuntimeError):
+        sweep.timed_run(object(), None)
+    assert gc.isenabled()
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "cost_sweep.py"), "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "default 10, LF-120" in " ".join(out.split())
+
+
 def test_rules_cited() -> None:
-    """Every rule of LF-114..LF-119 is cited by a test here."""
-    assert_rules_cited(__file__, "loop-fusion", "LF", 114, 119)
+    """Every rule of LF-114..LF-120 is cited by a test here."""
+    assert_rules_cited(__file__, "loop-fusion", "LF", 114, 120)
 
