@@ -209,9 +209,9 @@ def measure(progs: dict[tuple[bool, int], Program], be: object, t1: int, t2: int
 
 def timed_run(prog: Program, be: object) -> float:
     """The time of one run of ``prog`` on ``be`` by :data:`CLOCK`, Python's garbage
-    collector run before it and off during it, as ``timeit`` does (LF-120): a collection
-    falls on whichever run allocates past its threshold, not on a variant."""
-    gc.collect()
+    collector off during it, as ``timeit`` does (LF-120): a collection falls between
+    runs, not on whichever run allocates past its threshold. (Not a full collection
+    before each run: with the programs' IR alive that took longer than the runs.)"""
     was = gc.isenabled()
     gc.disable()
     try:
