@@ -2,7 +2,7 @@
 model agreement": the misses still open.)
 
     .venv/bin/python benchmarks/cost_shapes.py [--backend opencl] [--points 524288]
-        [--repeat 5] [--steps 32] [--clock wall|cpu]
+        [--repeat 5] [--steps 32] [--clock wall|cpu] [--rows-1d backend|on|off|both]
 
 The cost table (benchmarks/calibrate.py) is measured on 1-D loops only. This times the
 same work as 1-D and 2-D loops over about the same number of points: a copy, and a
@@ -10,7 +10,9 @@ three-point f64 stencil read along the last (contiguous) dimension and along the
 A step's time is the difference of runs of T1 = 2 and T1 + ``--steps`` steps (best of
 ``--repeat`` interleaved runs), per point. Where the 2-D figures differ from the 1-D ones,
 the 1-D rows misprice 2-D pairs (the model would need the rank, or the offsets' dimension,
-among its kinds). About 30 s.
+among its kinds). ``--rows-1d``: a 1-D loop offloaded as the backend does
+(``Backend.rows_1d``, OFF-17), as a rows kernel of one dimension, as a flat launch, or
+both side by side. About 30 s.
 """
 
 from __future__ import annotations
@@ -60,14 +62,22 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--steps", type=int, default=32)
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    ap.add_argument("--rows-1d", choices=("backend", "on", "off", "both"), default="backend",
+                    help="how a 1-D loop is offloaded (OFF-17): as the backend does, as rows, "
+                         "flat, or both")
     args = ap.parse_args()
     clock = time.perf_counter if args.clock == "wall" else time.process_time
     be = get_backend(args.backend)
     t1, t2 = 2, 2 + args.steps
     print(f"ns per point on {be.name}, about {args.points} points, clock {args.clock}")
-    for name, rank, body in CASES:
+    forms = {"backend": (be.rows_1d,), "on": (True,), "off": (False,),
+             "both": (False, True)}[args.rows_1d]
+    for (name, rank, body), rows_1d in [(c, r) for c in CASES
+                                        for r in (forms if c[1] == 1 else (be.rows_1d,))]:
+        if rank == 1 and args.rows_1d != "backend":
+            name = f"{name} ({'rows' if rows_1d else 'flat'})"
         n = args.points if rank == 1 else math.isqrt(args.points)
-        progs = {t: offload(program(rank, n, t, body), rows_1d=be.rows_1d) for t in (t1, t2)}
+        progs = {t: offload(program(rank, n, t, body), rows_1d=rows_1d) for t in (t1, t2)}
         for p in progs.values():
             run_program(p, device=be, check_races=False)  # builds
         best = dict.fromkeys(progs, math.inf)

@@ -1,5 +1,5 @@
 """Nests of two or more dimensions priced on their own kinds (specs/loop-fusion.md,
-LF-114..LF-120; issue 15): the row's ``nd.`` kinds, their calibration on 2-D nests (on a
+LF-114..LF-121; issue 15): the row's ``nd.`` kinds, their calibration on 2-D nests (on a
 scripted machine: no timing here) and the recorded sweep re-predicted."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from benchmark_module import load_benchmark
 from rule_citations import assert_rules_cited
 
 from sarek_py.fusion.loops import cost_table
+from sarek_py.fusion.loops.cost import TIE, CostDecision, Prediction
 from sarek_py.fusion.loops.cost_counts import KINDS, count
 from sarek_py.fusion.loops.fusion import FusionOptions, fuse_program
 from sarek_py.fusion.loops.predict import ND, loop_ns, ns, row_for
@@ -404,7 +405,44 @@ def test_lf120_a_measurement_runs_ten_rounds_with_the_collector_off(
     assert "default 10, LF-120" in " ".join(out.split())
 
 
+def test_lf121_a_predicted_gain_under_two_percent_is_a_tie() -> None:
+    """LF-121: fused predicted faster by more than 2 % fuses; by 2 % or less it is a tie,
+    refused with the tie said; slower is refused without it."""
+    def pred(fused_ns: float) -> Prediction:
+        return Prediction("hand", fused_ns, 100.0, 1, 2, 0.0)
+    assert TIE == 0.02
+    for fused_ns, faster, tie in ((97.9, True, False), (98.0, False, True),
+                                  (99.5, False, True), (100.0, False, False),
+                                  (101.0, False, False)):
+        p = pred(fused_ns)
+        assert (p.faster, p.tie) == (faster, tie), fused_ns
+        d = CostDecision(1, 1, 64.0, prediction=p, threshold_given=False)
+        assert d.pays == faster
+        said = "a gain under 2% is a tie, the loops kept as written" in d.refusal()
+        assert said == tie, fused_ns
+
+
+@pytest.mark.parametrize("target, fused", [(0.99, False), (0.97, True)])
+def test_lf121_a_tie_is_refused_in_the_notes(target: float, fused: bool,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """LF-121 through ``fuse_program``: a hand row whose launch puts the pair at 0.99 of
+    its unfused time refuses it as a tie; at 0.97 it fuses."""
+    row = dict(ROW)
+    p0 = _prediction(1, monkeypatch, row)
+    assert isinstance(p0, Prediction) and p0.points is not None
+    f, u, n = p0.fused_ns, p0.unfused_ns, p0.points
+    lf, lu = p0.fused_launches, p0.unfused_launches
+    row["launch"] = n * (target * u - f) / (lf - target * lu)
+    assert row["launch"] > 0
+    monkeypatch.setitem(cost_table.TABLE, "hand", row)
+    rep = fuse_program(parse_program(PAIR[1], "p.sk"), FusionOptions(backend="hand"))[1][-1]
+    assert rep.fused == fused
+    if not fused:
+        assert rep.refusal is not None and "0.99x" in rep.refusal.reason
+        assert "is a tie, the loops kept as written" in rep.refusal.reason
+
+
 def test_rules_cited() -> None:
-    """Every rule of LF-114..LF-120 is cited by a test here."""
-    assert_rules_cited(__file__, "loop-fusion", "LF", 114, 120)
+    """Every rule of LF-114..LF-121 is cited by a test here."""
+    assert_rules_cited(__file__, "loop-fusion", "LF", 114, 121)
 

@@ -75,6 +75,11 @@ class CostItem:
         return 2 * self.elem.dtype.itemsize
 
 
+#: the predicted gain below which fused and unfused are a tie and the pair is not fused
+#: (LF-121): the sweep's smallest gap told apart (benchmarks/cost_sweep.py NOISE_FLOOR)
+TIE = 0.02
+
+
 @attrs.frozen
 class Prediction:
     """The predicted time of one host iteration of the pair on ``backend`` (LF-62): per
@@ -103,7 +108,14 @@ class Prediction:
 
     @property
     def faster(self) -> bool:
-        return self.total(True) < self.total(False)
+        """Fused predicted faster by more than :data:`TIE` of the unfused time (LF-62,
+        LF-121): a smaller predicted gain is a tie, and a tie keeps the program as written."""
+        return self.total(True) < (1.0 - TIE) * self.total(False)
+
+    @property
+    def tie(self) -> bool:
+        """Fused predicted faster, but by no more than :data:`TIE` (LF-121)."""
+        return not self.faster and self.total(True) < self.total(False)
 
     @property
     def ratio(self) -> float:
@@ -161,7 +173,9 @@ class CostDecision:
         """The LF-13 refusal's text (LF-65)."""
         if self.prediction is not None and not self.threshold_given:
             p = self.prediction
-            return (f"fusion does not pay: {p}; --fusion-threshold OPS decides by "
+            tie = (f"; a gain under {TIE:.0%} is a tie, the loops kept as written"
+                   if p.tie else "")
+            return (f"fusion does not pay: {p}{tie}; --fusion-threshold OPS decides by "
                     "operations per byte instead")
         return f"fusion does not pay: {self}"
 
