@@ -395,6 +395,19 @@ def test_fe22_python_warnings_do_not_come_first(tmp_path: Path) -> None:
     located(err, f, 6)
 
 
+def test_fe22_a_warning_in_a_kernel_that_imports_is_not_printed(tmp_path: Path) -> None:
+    """FE-22 (found by `make fuzz`, 2026-12-02: a mutant of examples/stencil2d.py with
+    ``y > 0and y < h - 1``): a kernel whose source only warns (Python's "invalid decimal
+    literal") imports and translates; the translation's own parse of the kernel's source
+    printed the warning as ``<unknown>:7: SyntaxWarning: …`` before the CLI's output."""
+    f = write(tmp_path, "w.py", "from sarek_py.frontend import Vec, f32, i32, kernel\n\n\n"
+              "@kernel\ndef k(y: Vec[f32], n: i32):\n    i = 0\n"
+              "    if n > 0and n < 9:\n        y[i] = 1.0\n")
+    rc, out, err = sub("check", str(f))
+    assert rc == 0, err
+    assert "Warning" not in err and "<unknown>" not in err, err
+
+
 def test_fe22_non_utf8_byte_in_a_python_file(tmp_path: Path) -> None:
     """FE-22 (found by the mutation fuzz): a byte that is not UTF-8 in a comment of a .py
     file is located at the byte (it was "could not get source code", unlocated)."""

@@ -12,6 +12,7 @@ import ast
 import inspect
 import linecache
 import textwrap
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,11 @@ def load(fn: Callable[..., Any]) -> FunctionSource:
     indent = _indent(lines[0]) - _indent(dedented.splitlines()[0] if dedented else "")
     text = "".join(linecache.getlines(file)) or raw
     try:
-        module = ast.parse(dedented)
+        with warnings.catch_warnings():
+            # the file's import already compiled this text with Python's warnings off
+            # ("invalid decimal literal", FE-22); parsing it again would print them
+            warnings.simplefilter("ignore", SyntaxWarning)
+            module = ast.parse(dedented)
     except SyntaxError as err:  # e.g. a lambda or a def whose lines do not stand alone
         raise FrontendError(
             f"cannot parse the source of {getattr(fn, '__name__', fn)!r}: {err.msg}",
