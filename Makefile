@@ -54,8 +54,9 @@ test: lint typecheck pytest
 
 fuzz: install
 	# long property runs, and the generators' samples at their fuzz sizes; typeguard is left
-	# to `make test` (it slows these runs 5-30x)
-	SAREK_FUZZ=1 $(VENV)/bin/pytest -q -n 2 -m "slow or generated"
+	# to `make test` (it slows these runs 5-30x); -v names each result as it comes (a run
+	# of 1.5-2 hours stopped early still shows which tests failed)
+	SAREK_FUZZ=1 $(VENV)/bin/pytest -v -rf -n 2 -m "slow or generated"
 
 bench: install
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
