@@ -50,9 +50,14 @@ def test_lf16_opt_default_fuses_and_swaps(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_lf16_opt_selection(small: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["opt", small, "--gpu-loop-transforms", "fuse"]) == 0
+    # copied back, the small pair is a predicted tie (LF-121): LF-13's threshold decides
+    assert main(["opt", small, "--gpu-loop-transforms", "fuse", "--fusion-threshold", "64"]) == 0
     out, _ = capsys.readouterr()
     assert "u_copy" in out and "swapped" not in out
+    assert main(["opt", small, "--gpu-loop-transforms", "fuse", "--notes",
+                 "--backend", "c"]) == 0
+    out, err = capsys.readouterr()
+    assert "u_copy" not in out and "is a tie, the loops kept as written" in err
     assert main(["opt", small, "--gpu-loop-transforms", "none"]) == 0
     out, _ = capsys.readouterr()
     assert "u_copy" not in out and out.count("parallel for") == 2
