@@ -150,6 +150,13 @@ def test_lf115_body_nd_moves_the_loop_along_the_contiguous_dimension() -> None:
         assert shifts == (8 if name == "stencil loads" else 0), name
 
 
+#: the 1-D kinds of the scripted machine of the calibration's tests (LF-115, LF-119)
+MACHINE = dict.fromkeys(KINDS, 0.0) | {
+    "point": 0.5, "load": 0.4, "f64_op": 0.03, "f32_op": 0.02, "f64_div": 0.3,
+    "f32_div": 0.1, "f64_transc": 8.0, "f32_transc": 2.0, "int_op": 0.02,
+    "int_div": 0.3, "branch": 1.0}
+
+
 def _scripted(cal: ModuleType, plain: dict[str, float], nest: dict[str, float],
               launch: float, monkeypatch: pytest.MonkeyPatch) -> None:
     """``step_ns`` replaced by a machine whose loops cost exactly the roofline of ``plain``
@@ -175,10 +182,7 @@ def test_lf115_the_calibration_fits_the_nests_apart(monkeypatch: pytest.MonkeyPa
     nests' kinds equal to the loops', the ``nd.`` kinds price the nests as the plain ones."""
     pytest.importorskip("scipy")  # the fit's (benchmarks/calibrate.py)
     cal = _bench("calibrate")
-    plain = dict.fromkeys(KINDS, 0.0) | {
-        "point": 0.5, "load": 0.4, "f64_op": 0.03, "f32_op": 0.02, "f64_div": 0.3,
-        "f32_div": 0.1, "f64_transc": 8.0, "f32_transc": 2.0, "int_op": 0.02,
-        "int_div": 0.3, "branch": 1.0}
+    plain = dict(MACHINE)
     nest = plain | {"point": 0.15, "load": 0.12, "shift": 0.05}
     _scripted(cal, plain, nest, 20000.0, monkeypatch)
     row, _, good = cal.calibrate("interp", 1 << 16, 1, 8)
@@ -197,10 +201,7 @@ def test_lf115_a_misfit_nest_refuses_the_row(monkeypatch: pytest.MonkeyPatch) ->
     1-D loop does (LF-77)."""
     pytest.importorskip("scipy")  # the fit's (benchmarks/calibrate.py)
     cal = _bench("calibrate")
-    plain = dict.fromkeys(KINDS, 0.0) | {"point": 0.5, "load": 0.4, "f64_op": 0.03,
-                                         "f32_op": 0.02, "f64_transc": 8.0,
-                                         "f32_transc": 2.0, "f64_div": 0.3, "f32_div": 0.1,
-                                         "int_op": 0.02, "int_div": 0.3, "branch": 1.0}
+    plain = dict(MACHINE)
     _scripted(cal, plain, plain, 0.0, monkeypatch)
     inner = cal.step_ns
 
@@ -343,10 +344,7 @@ def test_lf119_the_launch_is_the_median_of_three(monkeypatch: pytest.MonkeyPatch
     printed."""
     pytest.importorskip("scipy")  # the fit's (benchmarks/calibrate.py)
     cal = _bench("calibrate")
-    plain = dict.fromkeys(KINDS, 0.0) | {
-        "point": 0.5, "load": 0.4, "f64_op": 0.03, "f32_op": 0.02, "f64_div": 0.3,
-        "f32_div": 0.1, "f64_transc": 8.0, "f32_transc": 2.0, "int_op": 0.02,
-        "int_div": 0.3, "branch": 1.0}
+    plain = dict(MACHINE)
     _scripted(cal, plain, plain, 0.0, monkeypatch)
     order: list[str] = []
     inner = cal.step_ns
