@@ -9,6 +9,7 @@ a caret (:func:`shown`).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -52,6 +53,18 @@ def read_source(path: str) -> str:
     text = decode_source(data, name)
     _SOURCES[name] = text
     return text
+
+
+def _remember_python(path: str) -> None:
+    """Keep the text of a loaded ``.py`` file under the names its kernels' locations use
+    (the interpreter's absolute ``co_filename``), so that a later run-time error shows its
+    line and caret like one in a ``.sk`` file (CLI-8)."""
+    try:
+        text = read_source(path)
+    except SarekError:
+        return  # it loaded, so this is a race with the file changing: no line to show
+    for name in (os.path.abspath(path), str(Path(path).resolve())):
+        _SOURCES.setdefault(name, text)
 
 
 def forget_sources() -> None:
@@ -106,7 +119,9 @@ def load_any(path: str) -> Module | Program:
     if path.endswith(".py"):
         from sarek_py.frontend.pyfile import load_python_module
 
-        return load_python_module(path)
+        module = load_python_module(path)
+        _remember_python(path)
+        return module
     text = read_source(path)
     if is_program_text(text):
         from sarek_py.ir.host.text import parse_program

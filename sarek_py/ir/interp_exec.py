@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from sarek_py.ir import interp_ops as ops
 from sarek_py.ir.diagnostics import InterpError
+from sarek_py.ir.interp_endless import never_ends
 from sarek_py.ir.interp_geometry import Geometry
 from sarek_py.ir.interp_memory import ArrayStore, Memory
 from sarek_py.ir.interp_ops import LaneFault, Mask, Val
@@ -155,6 +156,8 @@ class Machine:
         self.depth = 0
         #: the loops running in the current function, innermost last (INT-25)
         self.loops: list[LoopExits] = []
+        #: INT-29's verdict on each ``while`` run so far (by ``id``; the kernel outlives us)
+        self.endless_why: dict[int, str | None] = {}
 
     def run(self) -> NDArray[np.int32]:
         """Run the kernel body in every lane; the stop code of each lane."""
@@ -449,6 +452,15 @@ class Machine:
                 f"budget allows (INT-22): a loop that does not end? "
                 f"(raise run_kernel's loop_budget for a longer run)", s.loc)
 
+    def endless(self, s: While) -> None:
+        """Stop a ``while`` loop whose lanes came back from one iteration to a condition
+        that cannot have changed (INT-29): it would spend INT-22's whole budget."""
+        why = self.endless_why.get(id(s), "")
+        if why == "":
+            why = self.endless_why[id(s)] = never_ends(s)
+        if why is not None:
+            raise InterpError(f"kernel {self.kernel.name}: {why}", s.loc)
+
     def enter_loop(self) -> LoopExits:
         ex = LoopExits(self.empty)
         self.loops.append(ex)
@@ -482,6 +494,7 @@ class Machine:
     def _while_steps(self, s: While, m: Mask, ex: LoopExits) -> Mask:
         out: Mask = self.empty
         cur = m
+        first = True
         while True:
             self.spend(s)
             c = self.ev(s.cond, cur)
@@ -497,6 +510,9 @@ class Machine:
             cur = self.iteration_end(ex, self.exec(s.body, cur))
             if not self.alive(cur):
                 return out
+            if first:
+                first = False
+                self.endless(s)
 
     def _for(self, s: For, m: Mask) -> Mask:
         """Inclusive bounds evaluated once; per-lane trip counts (INT-11)."""

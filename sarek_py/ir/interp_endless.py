@@ -1,0 +1,55 @@
+"""Loops that provably never end, found by the interpreter (INT-29, specs/interpreter.md).
+
+A ``while`` loop whose condition reads only values its body cannot change -- variables the
+body never assigns, thread intrinsics, constants, array extents; no array element, no call
+-- and whose body has no way out (no ``break`` of this loop, no ``return``, no ``stop``, no
+call, which could stop the thread) runs again every lane that finished one iteration: it
+never ends. The interpreter says so after that first iteration, in the user's names,
+instead of spending INT-22's whole budget (minutes, at tens of microseconds a step).
+"""
+
+from __future__ import annotations
+
+from sarek_py.ir.nodes import (
+    Assign,
+    Atomic,
+    Break,
+    Call,
+    For,
+    Read,
+    Return,
+    Stmt,
+    Stop,
+    While,
+)
+from sarek_py.ir.printer import print_expr
+from sarek_py.ir.visit import children, free_vars, iter_nodes
+
+
+def _escapes(s: Stmt | object, depth: int) -> bool:
+    """Whether ``s`` may leave the loop ``depth`` levels out (0: the loop under test) or the
+    thread: a ``break`` of that loop, a ``return``, a ``stop``, or a call."""
+    if isinstance(s, (Return, Stop, Call)):
+        return True
+    if isinstance(s, Break):
+        return depth == 0
+    inner = depth + 1 if isinstance(s, (For, While)) else depth
+    return any(_escapes(c, inner) for c in children(s))  # type: ignore[arg-type]
+
+
+def never_ends(loop: While) -> str | None:
+    """Why ``loop`` never ends once a lane has run one iteration of it and comes back to its
+    condition, or ``None`` when that cannot be shown this way."""
+    if any(isinstance(n, (Read, Call, Atomic)) for n in iter_nodes(loop.cond)):
+        return None  # memory, or a helper: another thread or the body may change it
+    if _escapes(loop.body, 0):
+        return None
+    reads = free_vars(loop.cond)
+    assigned = {n.var for n in iter_nodes(loop.body) if isinstance(n, Assign)}
+    if reads & assigned:
+        return None
+    names = sorted({v.name for v in reads})
+    what = (f"reads only {', '.join(names)}, which its body never assigns" if names
+            else "is a constant")
+    return (f"this while loop never ends (INT-29): its condition '{print_expr(loop.cond)}' "
+            f"{what}, and the body has no break, return, stop or call")
