@@ -180,3 +180,67 @@ def test_fe101_a_py_out_of_bounds_shows_its_line(tmp_path: Path) -> None:
     assert r.returncode == 1, r.stderr
     assert "out-of-bounds read of shared array 'tile'" in r.stderr
     assert "tile[tid + stride + 1000]\n" in r.stderr and r.stderr.rstrip().endswith("^")
+
+
+def test_int29_device_backends_are_warned_of_each_loop() -> None:
+    """INT-29: endless_loops names each such loop of a kernel and of its helpers, located,
+    as a warning (a device cannot be stopped); loops that may end are not named."""
+    from sarek_py.ir.interp_endless import endless_loops
+
+    m = parse_module(
+        "fun spin(a : i32) : i32 =\n"
+        "  let mut r = a in\n"
+        "  while a > 0 do r := r + 1 done;\n"
+        "  return r\n"
+        "kernel k(x : i32[], n : i32) =\n"
+        "  let i = global_thread_id in\n"
+        "  let mut s = 0 in\n"
+        "  while s < n do s := s + 1 done;\n"
+        "  while n < 0 do x[i] <- 7 done;\n"
+        "  x[i] <- spin(s)\n", "t.sk")
+    check_module(m)
+    warnings = endless_loops(m.kernel("k"), "opencl")
+    assert [(w.loc.line if w.loc else 0) for w in warnings] == [9, 3]
+    text = [str(w) for w in warnings]
+    assert text[0].startswith("t.sk:9:3: warning: kernel k: this while loop never ends once "
+                              "a thread enters it (INT-29): its condition 'n < 0' reads only n")
+    assert text[0].endswith("on opencl such a launch cannot be stopped from the host "
+                            "(--backend interp stops it)")
+    assert text[1].startswith("t.sk:3:3: warning: helper spin: this while loop never ends")
+
+
+def test_int29_cli_run_on_a_device_warns_then_runs(tmp_path: Path) -> None:
+    """INT-29: `run --backend opencl` warns with a caret and still runs a kernel whose
+    endless loop is never entered; the interpreter runs it without a warning."""
+    from adversarial_harness import opencl_available
+
+    f = tmp_path / "never.sk"
+    f.write_text("kernel k(x : i32[], n : i32) =\n  let i = global_thread_id in\n"
+                 "  while n < 0 do x[i] <- 7 done;\n  x[i] <- x[i] + 1\n")
+    argv = ("run", str(f), "-k", "k", "-n", "8", "-b", "4", "--size", "n=3", "--size", "x=8")
+    r = _cli(*argv, cwd=tmp_path)
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+    if not opencl_available():
+        pytest.skip("no OpenCL platform (pocl-opencl-icd) here")
+    d = _cli(*argv, "--backend", "opencl", cwd=tmp_path)
+    assert d.returncode == 0, d.stderr
+    assert d.stdout == r.stdout  # the same bytes: the loop is never entered
+    assert d.stderr.startswith(f"{f}:3:3: warning: kernel k: this while loop never ends once "
+                               "a thread enters it (INT-29)"), d.stderr
+    assert "\n  while n < 0 do x[i] <- 7 done;\n  ^" in d.stderr
+
+
+def test_int29_cli_compare_warns_before_the_device_runs(tmp_path: Path) -> None:
+    """INT-29: `run --backend opencl --compare interp` warns once, naming opencl."""
+    from adversarial_harness import opencl_available
+
+    if not opencl_available():
+        pytest.skip("no OpenCL platform (pocl-opencl-icd) here")
+    f = tmp_path / "never.sk"
+    f.write_text("kernel k(x : i32[], n : i32) =\n  let i = global_thread_id in\n"
+                 "  while n < 0 do x[i] <- 7 done;\n  x[i] <- x[i] + 1\n")
+    d = _cli("run", str(f), "-k", "k", "-n", "8", "-b", "4", "--size", "n=3", "--size", "x=8",
+             "--backend", "opencl", "--compare", "interp", cwd=tmp_path)
+    assert d.returncode == 0, d.stderr
+    assert "x: identical" in d.stdout
+    assert d.stderr.count("warning:") == 1 and "on opencl such a launch" in d.stderr

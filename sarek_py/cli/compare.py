@@ -14,7 +14,7 @@ import numpy as np
 from sarek_py.cli.loading import check_any, load_any
 from sarek_py.cli.registry import UsageError
 from sarek_py.cli.report import describe_program_run, describe_run
-from sarek_py.cli.running import kernel_runner, launch_of, run_program_args
+from sarek_py.cli.running import kernel_runner, launch_of, run_program_args, warn_endless
 from sarek_py.ir.host.program import Program
 from sarek_py.ir.nodes import Kernel
 
@@ -56,6 +56,7 @@ def compare_kernel(k: Kernel, inputs: dict[str, Any], args: argparse.Namespace) 
     mine = copy.deepcopy(inputs)
     theirs = copy.deepcopy(inputs)
     threads, block, shape = launch_of(args)  # CLI-17
+    warn_endless(k, args.backend, args.compare)
     res_a = kernel_runner(args.backend)(k, mine, threads, block,
                                         check_races=not args.no_race_check, **shape)
     res_b = kernel_runner(args.compare)(k, theirs, threads, block,

@@ -29,6 +29,7 @@ from sarek_py.cli.running import (
     seed_of,
     size,
     sizes,
+    warn_endless,
 )
 from sarek_py.ir.nodes import Kernel
 
@@ -104,6 +105,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.compare:
         return compare_kernel(target, inputs, args)
     run_kernel = kernel_runner(args.backend)
+    warn_endless(target, args.backend)
     result = run_kernel(target, inputs, threads, block, check_races=not args.no_race_check,
                         **shape)
     for line in describe_run(target, inputs, result):

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from sarek_py.cli.loading import check_any, find_kernel, load_any, program_module
+from sarek_py.cli.loading import check_any, find_kernel, load_any, program_module, shown
 from sarek_py.cli.registry import UsageError
+from sarek_py.ir.interp_endless import endless_loops
 from sarek_py.ir.nodes import Kernel, Module
 from sarek_py.ir.types import ArrayType
 
@@ -114,6 +116,16 @@ def apply_unchecked(args: argparse.Namespace) -> None:
     for n in names:
         if n != "interp":
             get_backend(n).checked = False
+
+
+def warn_endless(kernel: Kernel, *backends: str) -> None:
+    """INT-29: before ``kernel`` runs on the first of ``backends`` that is not the
+    interpreter, a located warning on standard error for each of its loops that never end
+    once entered (a device launch cannot be stopped from the host)."""
+    device = next((b for b in backends if b != "interp"), None)
+    if device is not None:
+        for warning in endless_loops(kernel, device):
+            print(shown(warning), file=sys.stderr, flush=True)
 
 
 def kernel_runner(name: str) -> Callable[..., Any]:

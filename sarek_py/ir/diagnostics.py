@@ -59,3 +59,10 @@ class LaunchError(SarekError):
 
 class BackendUnavailable(SarekError):
     """A backend that cannot run here, with one sentence saying why."""
+
+
+class SarekWarning(SarekError):
+    """Not an error: something the user should know before a run that may not come back
+    (printed, never raised; INT-29 on a device backend)."""
+
+    kind = "warning"

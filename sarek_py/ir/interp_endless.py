@@ -10,12 +10,14 @@ instead of spending INT-22's whole budget (minutes, at tens of microseconds a st
 
 from __future__ import annotations
 
+from sarek_py.ir.diagnostics import SarekWarning
 from sarek_py.ir.nodes import (
     Assign,
     Atomic,
     Break,
     Call,
     For,
+    Kernel,
     Read,
     Return,
     Stmt,
@@ -53,3 +55,19 @@ def never_ends(loop: While) -> str | None:
             else "is a constant")
     return (f"this while loop never ends (INT-29): its condition '{print_expr(loop.cond)}' "
             f"{what}, and the body has no break, return, stop or call")
+
+
+def endless_loops(kernel: Kernel, backend: str) -> list[SarekWarning]:
+    """A located warning for each ``while`` loop of ``kernel`` (its helpers included) that
+    never ends once a thread enters it: a device backend cannot stop such a launch, so
+    ``sarek-py run --backend`` names the loop before launching (INT-29)."""
+    out: list[SarekWarning] = []
+    for owner, body in [(f"kernel {kernel.name}", kernel.body),
+                        *((f"helper {h.name}", h.body) for h in kernel.helpers)]:
+        for n in iter_nodes(body):
+            if isinstance(n, While) and (why := never_ends(n)) is not None:
+                why = why.replace("never ends", "never ends once a thread enters it", 1)
+                out.append(SarekWarning(
+                    f"{owner}: {why}; on {backend} such a launch cannot be stopped from "
+                    f"the host (--backend interp stops it)", n.loc))
+    return out
