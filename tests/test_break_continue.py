@@ -437,10 +437,17 @@ def test_int16_int25_barriers_with_uniform_jumps_and_after_the_loop_are_fine() -
 
 
 def test_int22_int25_loop_budget_counts_iterations_left_by_continue() -> None:
+    """A ``continue`` iteration counts against INT-22's budget. (``while true do continue
+    done`` is now INT-29's at once: the condition here reads memory, so only the budget
+    can stop it.)"""
     k = one("""kernel k(a : i32[], n : i32) =
-      while true do continue done""")
+      while a[0] == 0 do continue done""")
     with pytest.raises(InterpError, match="INT-22"):
         run_kernel(k, {"a": np.zeros(4, np.int32), "n": 4}, 4, 4, loop_budget=1000)
+    k2 = one("""kernel k(a : i32[], n : i32) =
+      while true do continue done""")
+    with pytest.raises(InterpError, match="INT-29"):
+        run_kernel(k2, {"a": np.zeros(4, np.int32), "n": 4}, 4, 4, loop_budget=1000)
 
 
 # ------------------------------------------------------------------------------ CG-29

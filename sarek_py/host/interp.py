@@ -21,6 +21,7 @@ import numpy as np
 from sarek_py.fusion.refusal import FusionRefused
 from sarek_py.host.check import check_program, check_program_once
 from sarek_py.host.compiled_expr import Fn, HostExpr, array_of, element_index, host_expr
+from sarek_py.host.endless import host_never_ends
 from sarek_py.host.expr_memo import memo_key
 from sarek_py.host.frame import Frame
 from sarek_py.host.input_values import InputValue, convert_value
@@ -149,6 +150,8 @@ class HostInterp:
         self.backend = backend
         self.kernels: dict[int, tuple[Kernel, tuple[Var, ...]]] = {}
         self.procs = {p.name: p for p in program.procedures}
+        #: HP-56's verdict on each ``while`` loop run so far (by ``id``: the program outlives us)
+        self.endless: dict[int, str | None] = {}
         self.globals = Frame({})
         self.device = Residency(backend, check_races, program)
         #: per expression (by id): its closure and memo (HP-51, HP-53)
@@ -453,7 +456,6 @@ class HostInterp:
         while True:
             if not first:
                 self.device.before(s, f)
-            first = False
             if not bool(self.eval(s.cond, f)):
                 return
             try:
@@ -463,6 +465,13 @@ class HostInterp:
                     return
                 if leave.kind != "continue":
                     raise
+            if first:  # HP-56: a loop that provably never ends is an error, not a hang
+                first = False
+                if id(s) not in self.endless:
+                    self.endless[id(s)] = host_never_ends(s, self.procs)
+                why = self.endless[id(s)]
+                if why is not None:
+                    raise HostError(why, s.loc)
 
     def _parfor(self, s: ParFor, f: Frame) -> None:
         key = id(s)
