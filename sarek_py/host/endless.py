@@ -28,6 +28,7 @@ from sarek_py.ir.host.program import (
     PointerAssoc,
     Procedure,
 )
+from sarek_py.ir.interp_endless import unchanged_condition
 from sarek_py.ir.nodes import (
     Assign,
     Atomic,
@@ -41,8 +42,6 @@ from sarek_py.ir.nodes import (
     Var,
     While,
 )
-from sarek_py.ir.printer import print_expr
-from sarek_py.ir.visit import free_vars
 
 _LOOPS = (HFor, HWhile, ParFor, For, While)
 
@@ -77,7 +76,6 @@ def host_never_ends(loop: HWhile, procs: Mapping[str, Procedure]) -> str | None:
     condition again, or ``None`` when that cannot be shown this way."""
     if any(isinstance(n, (Read, Call, Atomic)) for n, _ in _nodes(loop.cond)):
         return None
-    reads = free_vars(loop.cond)
     assigned: set[Var] = set()
     for n, depth in _nodes(loop.body):
         match n:
@@ -99,10 +97,4 @@ def host_never_ends(loop: HWhile, procs: Mapping[str, Procedure]) -> str | None:
                 assigned.add(v)
             case Input(vars=vs):
                 assigned |= set(vs)
-    if reads & assigned:
-        return None
-    names = sorted({v.name for v in reads})
-    what = (f"reads only {', '.join(names)}, which its body never assigns" if names
-            else "is a constant")
-    return (f"this while loop never ends (HP-56): its condition '{print_expr(loop.cond)}' "
-            f"{what}, and the body has no break, return or stop")
+    return unchanged_condition(loop.cond, assigned, "HP-56", "break, return or stop")

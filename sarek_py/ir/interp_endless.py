@@ -16,12 +16,14 @@ from sarek_py.ir.nodes import (
     Atomic,
     Break,
     Call,
+    Expr,
     For,
     Kernel,
     Read,
     Return,
     Stmt,
     Stop,
+    Var,
     While,
 )
 from sarek_py.ir.printer import print_expr
@@ -46,15 +48,21 @@ def never_ends(loop: While) -> str | None:
         return None  # memory, or a helper: another thread or the body may change it
     if _escapes(loop.body, 0):
         return None
-    reads = free_vars(loop.cond)
     assigned = {n.var for n in iter_nodes(loop.body) if isinstance(n, Assign)}
+    return unchanged_condition(loop.cond, assigned, "INT-29", "break, return, stop or call")
+
+
+def unchanged_condition(cond: Expr, assigned: set[Var], rule: str, exits: str) -> str | None:
+    """The message of ``rule`` for a loop whose body has none of ``exits`` and assigns
+    ``assigned``, when none of them is read by ``cond``; ``None`` when one is."""
+    reads = free_vars(cond)
     if reads & assigned:
         return None
     names = sorted({v.name for v in reads})
     what = (f"reads only {', '.join(names)}, which its body never assigns" if names
             else "is a constant")
-    return (f"this while loop never ends (INT-29): its condition '{print_expr(loop.cond)}' "
-            f"{what}, and the body has no break, return, stop or call")
+    return (f"this while loop never ends ({rule}): its condition '{print_expr(cond)}' "
+            f"{what}, and the body has no {exits}")
 
 
 def endless_loops(kernel: Kernel, backend: str) -> list[SarekWarning]:
