@@ -58,7 +58,7 @@ def read_source(path: str) -> str:
 def _remember_python(path: str) -> None:
     """Keep the text of a loaded ``.py`` file under the names its kernels' locations use
     (the interpreter's absolute ``co_filename``), so that a later run-time error shows its
-    line and caret like one in a ``.sk`` file (CLI-8)."""
+    line and caret like one in a ``.sk`` file (FE-101)."""
     try:
         text = read_source(path)
     except SarekError:
