@@ -11,13 +11,13 @@ instead of spending INT-22's whole budget (minutes, at tens of microseconds a st
 from __future__ import annotations
 
 from sarek_py.ir.diagnostics import SarekWarning
+from sarek_py.ir.jumps import own_jumps
 from sarek_py.ir.nodes import (
     Assign,
     Atomic,
     Break,
     Call,
     Expr,
-    For,
     Kernel,
     Read,
     Return,
@@ -27,18 +27,14 @@ from sarek_py.ir.nodes import (
     While,
 )
 from sarek_py.ir.printer import print_expr
-from sarek_py.ir.visit import children, free_vars, iter_nodes
+from sarek_py.ir.visit import free_vars, iter_nodes
 
 
-def _escapes(s: Stmt | object, depth: int) -> bool:
-    """Whether ``s`` may leave the loop ``depth`` levels out (0: the loop under test) or the
-    thread: a ``break`` of that loop, a ``return``, a ``stop``, or a call."""
-    if isinstance(s, (Return, Stop, Call)):
-        return True
-    if isinstance(s, Break):
-        return depth == 0
-    inner = depth + 1 if isinstance(s, (For, While)) else depth
-    return any(_escapes(c, inner) for c in children(s))  # type: ignore[arg-type]
+def _escapes(body: Stmt) -> bool:
+    """Whether ``body`` may leave its loop (a ``break`` of it, IR-32's :func:`own_jumps`)
+    or the thread (a ``return``, a ``stop``, or a call)."""
+    return (any(isinstance(j, Break) for j in own_jumps(body))
+            or any(isinstance(n, (Return, Stop, Call)) for n in iter_nodes(body)))
 
 
 def never_ends(loop: While) -> str | None:
@@ -46,7 +42,7 @@ def never_ends(loop: While) -> str | None:
     condition, or ``None`` when that cannot be shown this way."""
     if any(isinstance(n, (Read, Call, Atomic)) for n in iter_nodes(loop.cond)):
         return None  # memory, or a helper: another thread or the body may change it
-    if _escapes(loop.body, 0):
+    if _escapes(loop.body):
         return None
     assigned = {n.var for n in iter_nodes(loop.body) if isinstance(n, Assign)}
     return unchanged_condition(loop.cond, assigned, "INT-29", "break, return, stop or call")
